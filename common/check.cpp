@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// The message shape shared by CUDA_CHECK, CUBLAS_CHECK and NCCL_CHECK: call, file:line,
+// the error's name and its description.
+#include "check.h"
+
+#include <cublas_v2.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <sstream>
+
+namespace course {
+namespace {
+
+std::string format_failure(const char* call, const char* file, int line, const std::string& name,
+                           const std::string& description) {
+  std::ostringstream out;
+  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": "
+      << description;
+  return out.str();
+}
+
+}  // namespace
+
+const char* course_relative_path(const char* file) {
+  // Meson hands the compiler paths relative to the build folder ("../lessons/...") or
+  // absolute ones; a reader wants the path inside the course.
+  for (const char* root : {"/lessons/", "/solutions/", "/tests/", "/common/"}) {
+    if (const char* found = std::strstr(file, root)) return found + 1;
+  }
+  while (std::strncmp(file, "../", 3) == 0) file += 3;
+  return file;
+}
+
+void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
+  throw ApiError("CUDA", static_cast<int>(error),
+                 format_failure(call, file, line, cudaGetErrorName(error), cudaGetErrorString(error)));
+}
+
+void throw_cublas_error(int status, const char* call, const char* file, int line) {
+  const auto s = static_cast<cublasStatus_t>(status);
+  throw ApiError("cuBLAS", status,
+                 format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
+}
+
+void throw_nccl_error(int result, const char* call, const char* file, int line) {
+  const auto r = static_cast<ncclResult_t>(result);
+  std::string description = ncclGetErrorString(r);
+  // The last error holds NCCL's own explanation (which rank, which peer, which transport).
+  if (const char* last = ncclGetLastError(nullptr); last != nullptr && *last != '\0') {
+    description += " (NCCL says: ";
+    description += last;
+    description += ')';
+  }
+  const char* names[] = {"ncclSuccess",        "ncclUnhandledCudaError", "ncclSystemError",
+                         "ncclInternalError",  "ncclInvalidArgument",    "ncclInvalidUsage",
+                         "ncclRemoteError",    "ncclInProgress"};
+  const std::string name = (result >= 0 && result < static_cast<int>(sizeof names / sizeof *names))
+                               ? names[result]
+                               : "ncclResult(" + std::to_string(result) + ")";
+  throw ApiError("NCCL", result, format_failure(call, file, line, name, description));
+}
+
+}  // namespace course

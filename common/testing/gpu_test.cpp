@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Test support shared by every lesson: skips, seeds, watchdog, child processes, exit codes.
+#include "gpu_test.h"
+
+#include <catch2/catch_get_random_seed.hpp>
+#include <catch2/catch_test_macros.hpp>
+#include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "../random.h"
+
+namespace course::testing {
+
+int gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear "no driver" / "no device" so it cannot leak into a later check
+    return 0;
+  }
+  return count;
+}
+
+std::string gpu_inventory() {
+  std::ostringstream out;
+  int driver = 0, runtime = 0;
+  (void)cudaDriverGetVersion(&driver);
+  (void)cudaRuntimeGetVersion(&runtime);
+  const int count = gpu_count();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  out << "GPUs visible: " << count << " (CUDA_VISIBLE_DEVICES=" << (visible ? visible : "<unset>")
+      << "), driver API " << driver / 1000 << '.' << (driver % 1000) / 10 << ", runtime " << runtime / 1000 << '.'
+      << (runtime % 1000) / 10 << '\n';
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    char bus[32] = {};
+    (void)cudaDeviceGetPCIBusId(bus, sizeof bus, d);
+    out << "  GPU " << d << ": " << prop.name << ", cc " << prop.major << '.' << prop.minor << ", "
+        << std::fixed << std::setprecision(1) << prop.totalGlobalMem / 1e9 << " GB, " << prop.multiProcessorCount
+        << " SMs, " << bus << '\n';
+  }
+  return out.str();
+}
+
+int require_gpus(int needed) {
+  const int found = gpu_count();
+  if (found < needed) SKIP("needs " << needed << " GPU" << (needed == 1 ? "" : "s") << ", found " << found);
+  return found;
+}
+
+std::uint64_t case_seed(std::uint64_t salt) {
+  const std::uint64_t seed = Catch::getSeed();
+  UNSCOPED_INFO("random inputs from --rng-seed " << seed << " (salt " << salt << ")");
+  return mix_seed(seed, salt);
+}
+
+void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
+                       const std::function<void()>& work) {
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!finished_cv.wait_for(lock, limit, [&] { return finished; })) {
+      std::fprintf(stderr, "\nWATCHDOG: %s did not finish within %lld s. Probably: %s\n", what.c_str(),
+                   static_cast<long long>(limit.count()), hint.c_str());
+      std::fflush(stderr);
+      std::fflush(stdout);
+      std::_Exit(kWatchdogExitCode);
+    }
+  });
+  auto stop_watchdog = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      finished = true;
+    }
+    finished_cv.notify_one();
+    watchdog.join();
+  };
+  try {
+    work();
+  } catch (...) {
+    stop_watchdog();
+    throw;
+  }
+  stop_watchdog();
+}
+
+ChildResult run_child_case(const std::string& case_name, const std::map<std::string, std::string>& env,
+                           std::chrono::seconds limit) {
+  char self[4096] = {};
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) throw std::runtime_error("run_child_case: cannot find this program's path");
+  char out_template[] = "/tmp/course-child-XXXXXX";
+  const int out_fd = mkstemp(out_template);
+  char log_template[] = "/tmp/course-child-log-XXXXXX";
+  const int log_fd = mkstemp(log_template);
+  if (out_fd < 0 || log_fd < 0) throw std::runtime_error("run_child_case: cannot create temporary files");
+  close(out_fd);
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("run_child_case: fork failed");
+  if (pid == 0) {
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    setenv("COURSE_CHILD_OUTPUT", out_template, 1);
+    execl(self, self, case_name.c_str(), "--reporter", "compact", static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  close(log_fd);
+
+  ChildResult result;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      result.exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  auto slurp = [](const char* path) {
+    std::ifstream in(path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  };
+  result.output = slurp(out_template);
+  result.log = slurp(log_template);
+  std::remove(out_template);
+  std::remove(log_template);
+  return result;
+}
+
+void write_child_output(const std::string& text) {
+  const char* path = std::getenv("COURSE_CHILD_OUTPUT");
+  if (path == nullptr) throw std::runtime_error("write_child_output: not running as a child case");
+  std::ofstream(path, std::ios::app) << text;
+}
+
+int meson_exit_code(int catch2_exit_code) {
+  switch (catch2_exit_code) {
+    case 0: return 0;
+    case 2: return 2;   // no test case matched the filter
+    case 4: return 77;  // every case was skipped
+    default: return 1;  // Catch2 returns the number of failed assertions, which can be 77 too
+  }
+}
+
+}  // namespace course::testing

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What every lesson's tests share: GPU counting that never throws, skips with a reason,
+// the run's seed, a watchdog for calls that can hang, and running this test program again
+// as a child process with another environment (CUDA_VISIBLE_DEVICES, say).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace course::testing {
+
+// The number of GPUs this process can use; 0 when there is no driver or no device.
+int gpu_count();
+
+// A table of the machine's GPUs, printed once at the start of every test program.
+std::string gpu_inventory();
+
+// SKIPs the current test case, with "needs N GPUs, found M", unless N GPUs are visible.
+// Returns the count found (at least `needed`).
+int require_gpus(int needed);
+
+// The run's seed (Catch2's --rng-seed) mixed with a case-specific salt; the seed goes into
+// the failure report, so `--rng-seed <seed>` reproduces the inputs.
+std::uint64_t case_seed(std::uint64_t salt);
+
+// Runs `work` on this thread; if it has not returned after `limit`, prints
+//     WATCHDOG: <what> did not finish within N s. Probably: <hint>
+// to stderr and ends the process (exit code 70), because a thread stuck in a CUDA or NCCL
+// wait cannot be cancelled. The grader reads that line and reports it as the case's failure.
+void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
+                       const std::function<void()>& work);
+
+constexpr int kWatchdogExitCode = 70;
+
+// Runs this same test program again with `env` added to its environment and only the test
+// case named `case_name` selected (hidden cases, tagged [.], are made for this). Returns the
+// child's output file contents: the child writes to the path in $COURSE_CHILD_OUTPUT.
+struct ChildResult {
+  int exit_code = -1;
+  std::string output;  // what the child wrote to $COURSE_CHILD_OUTPUT
+  std::string log;     // the child's stdout and stderr
+};
+ChildResult run_child_case(const std::string& case_name, const std::map<std::string, std::string>& env,
+                           std::chrono::seconds limit = std::chrono::seconds(60));
+
+// In a child case: appends `text` to the file named by $COURSE_CHILD_OUTPUT.
+void write_child_output(const std::string& text);
+
+// Maps Catch2's exit code to Meson's convention: 0 passed, 77 skipped (all cases skipped),
+// 1 failed, 2 "no test case matched" (a usage error).
+int meson_exit_code(int catch2_exit_code);
+
+}  // namespace course::testing

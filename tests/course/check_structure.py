@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+#
+# The course's structure check (suite `course`): every lesson has its reading, contract,
+# starter with TODO(task N) markers, solution, test file and table entry; the task numbers
+# agree between the README, the starter and the test tags; every graded test case carries
+# its tags; and outside its TODO regions the starter is the solution, line for line.
+"""Usage: check_structure.py COURSE_ROOT  (exit 0 when the course is consistent, 1 otherwise)."""
+
+import difflib
+import re
+import sys
+from pathlib import Path
+
+README_SECTIONS = [
+    "What you will learn",
+    "Concepts and APIs",
+    "Tasks",
+    "What to ignore for now",
+    "Run",
+    "Expected output",
+    "Hints",
+    "Going further",
+]
+SOURCE_SUFFIXES = {".cpp", ".cu", ".h", ".cuh"}
+TEST_CASE = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"')
+
+
+def lesson_folders(root):
+    return sorted(p for p in (root / "lessons").iterdir() if p.is_dir() and re.match(r"\d\d-", p.name))
+
+
+def student_file(lesson):
+    """The starter: the .cu/.cpp file with the contract header's stem."""
+    headers = [h for h in lesson.glob("*.h")]
+    for header in headers:
+        for suffix in (".cu", ".cpp"):
+            candidate = header.with_suffix(suffix)
+            if candidate.exists():
+                return header, candidate
+    return (headers[0] if headers else None), None
+
+
+def todo_regions(lines):
+    """(first, last) line indexes of each TODO region: a TODO(task N) line up to NOT_IMPLEMENTED("task N")."""
+    regions, start, task = [], None, None
+    for i, line in enumerate(lines):
+        m = re.search(r"TODO\(task (\d+)\)", line)
+        if m and start is None:
+            start, task = i, m.group(1)
+        if start is not None and f'NOT_IMPLEMENTED("task {task}")' in line:
+            regions.append((start, i))
+            start = None
+    return regions
+
+
+def differences_outside_todo(starter_lines, solution_lines):
+    regions = todo_regions(starter_lines)
+
+    def inside(i1, i2):
+        if i1 == i2:  # an insertion before starter line i1
+            return any(first <= i1 <= last + 1 for first, last in regions)
+        return any(first <= i1 and i2 - 1 <= last for first, last in regions)
+
+    matcher = difflib.SequenceMatcher(a=starter_lines, b=solution_lines, autojunk=False)
+    problems = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal" and not inside(i1, i2):
+            shown = (starter_lines[i1:i2] or solution_lines[j1:j2])[:3]
+            problems.append(f"starter line {i1 + 1} / solution line {j1 + 1} differ outside a TODO region: "
+                            + " | ".join(s.strip() for s in shown))
+    return problems
+
+
+def check_lesson(root, lesson, table):
+    problems = []
+    name = lesson.name
+    number = name[:2]
+    readme = lesson / "README.md"
+    header, starter = student_file(lesson)
+    solution = root / "solutions" / name / starter.name if starter else None
+    test = root / "tests" / f"test_{name.replace('-', '_')}.cpp"
+
+    for path, what in [(readme, "README.md"), (header, "a contract header"), (starter, "a starter file"),
+                       (solution, "a solution"), (test, "a test file")]:
+        if path is None or not path.exists():
+            problems.append(f"{name}: no {what}" + (f" ({path.relative_to(root)})" if path else ""))
+    if problems:
+        return problems
+    if f"'{name}'" not in table:
+        problems.append(f"{name}: not listed in the lesson table of tests/meson.build")
+
+    readme_text = readme.read_text()
+    for section in README_SECTIONS:
+        if not re.search(rf"^##+ .*{re.escape(section)}", readme_text, re.M | re.I):
+            problems.append(f"{name}: README.md has no section '{section}'")
+
+    starter_text, solution_text = starter.read_text(), solution.read_text()
+    readme_tasks = set(re.findall(r"^###+ Task (\d+)", readme_text, re.M))
+    todo_tasks = set(re.findall(r"TODO\(task (\d+)\)", starter_text))
+    stub_tasks = set(re.findall(r'NOT_IMPLEMENTED\("task (\d+)"\)', starter_text))
+    test_text = test.read_text()
+    cases = TEST_CASE.findall(test_text)
+    tag_tasks = set()
+    for case_name, tags in cases:
+        if "[." in tags:  # hidden helper cases (run as child processes) are not graded
+            continue
+        for needed in (f"[{name}]", "[task:", "[gpus:", "[points:"):
+            if needed not in tags:
+                problems.append(f"{name}: test case '{case_name}' has no {needed} tag")
+        tag_tasks.update(re.findall(r"\[task:(\d+)\]", tags))
+    if not todo_tasks:
+        problems.append(f"{name}: the starter has no TODO(task N) marker")
+    for label, tasks in [("README headings '### Task N'", readme_tasks),
+                         ('NOT_IMPLEMENTED("task N") calls in the starter', stub_tasks),
+                         ("[task:N] test tags", tag_tasks)]:
+        if tasks != todo_tasks:
+            problems.append(f"{name}: TODO(task N) markers name tasks {sorted(todo_tasks)} but {label} name {sorted(tasks)}")
+    if re.search(r"TODO\(task \d", solution_text) or 'NOT_IMPLEMENTED("' in solution_text:
+        problems.append(f"{name}: the solution still has a TODO(task N) or NOT_IMPLEMENTED")
+    problems += [f"{name}: {p}" for p in differences_outside_todo(starter_text.splitlines(), solution_text.splitlines())]
+    return problems
+
+
+def check_headers(root):
+    problems = []
+    for folder in ("common", "lessons", "solutions", "tests"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in SOURCE_SUFFIXES and "fixture" not in path.parts:
+                if not path.read_text().startswith("// SPDX-License-Identifier:"):
+                    problems.append(f"{path.relative_to(root)}: no SPDX header on its first line")
+    return problems
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    root = Path(argv[1]).resolve()
+    table = (root / "tests" / "meson.build").read_text()
+    lessons = lesson_folders(root)
+    problems = [] if lessons else ["no lesson folders under lessons/"]
+    for lesson in lessons:
+        found = check_lesson(root, lesson, table)
+        print(f"{lesson.name}: {'ok' if not found else f'{len(found)} problem(s)'}")
+        problems += found
+    problems += check_headers(root)
+    for problem in problems:
+        print("PROBLEM:", problem)
+    print(f"{len(lessons)} lessons checked, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
