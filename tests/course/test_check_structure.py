@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+#
+# The structure check must itself be able to fail: each test copies the course, breaks one
+# rule, and expects check_structure.py to name the problem.
+"""Usage: test_check_structure.py COURSE_ROOT"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+CHECK = Path(__file__).with_name("check_structure.py")
+ROOT = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
+LESSON = "01-device-enumeration"
+
+
+class StructureCheckCatchesBrokenLessons(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        for folder in ("lessons", "solutions", "tests", "common"):
+            shutil.copytree(ROOT / folder, self.root / folder,
+                            ignore=shutil.ignore_patterns("fixture", "__pycache__"))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_check(self):
+        result = subprocess.run([sys.executable, CHECK, self.root], capture_output=True, text=True)
+        return result.returncode, result.stdout
+
+    def edit(self, relative, old, new):
+        path = self.root / relative
+        text = path.read_text()
+        self.assertIn(old, text, f"fixture text not found in {relative}")
+        path.write_text(text.replace(old, new, 1))
+
+    def test_the_pristine_course_passes(self):
+        code, out = self.run_check()
+        self.assertEqual(code, 0, out)
+
+    def test_a_solution_that_differs_outside_a_todo_region_is_reported(self):
+        self.edit(f"solutions/{LESSON}/device_enumeration.cpp", "namespace lesson01 {", "namespace lesson01 {\n// extra")
+        code, out = self.run_check()
+        self.assertEqual(code, 1)
+        self.assertIn("differ outside a TODO region", out)
+
+    def test_a_test_tag_for_a_task_the_starter_lacks_is_reported(self):
+        self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:4][gpus:0]", "[task:5][gpus:0]")
+        code, out = self.run_check()
+        self.assertEqual(code, 1)
+        self.assertIn("[task:N] test tags name", out)
+
+    def test_a_test_case_without_points_is_reported(self):
+        self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:1][gpus:1][points:1]", "[task:1][gpus:1]")
+        code, out = self.run_check()
+        self.assertEqual(code, 1)
+        self.assertIn("has no [points: tag", out)
+
+    def test_a_missing_readme_section_is_reported(self):
+        self.edit(f"lessons/{LESSON}/README.md", "## Going further", "## Later")
+        code, out = self.run_check()
+        self.assertEqual(code, 1)
+        self.assertIn("no section 'Going further'", out)
+
+    def test_a_solution_with_a_stub_left_is_reported(self):
+        self.edit(f"solutions/{LESSON}/device_enumeration.cpp", "  return count;\n}",
+                  '  return count;\n  NOT_IMPLEMENTED("task 1");\n}')
+        code, out = self.run_check()
+        self.assertEqual(code, 1)
+        self.assertIn("the solution still has", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
