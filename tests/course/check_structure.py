@@ -31,15 +31,13 @@ def lesson_folders(root):
     return sorted(p for p in (root / "lessons").iterdir() if p.is_dir() and re.match(r"\d\d-", p.name))
 
 
-def student_file(lesson):
-    """The starter: the .cu/.cpp file with the contract header's stem."""
-    headers = [h for h in lesson.glob("*.h")]
-    for header in headers:
-        for suffix in (".cu", ".cpp"):
-            candidate = header.with_suffix(suffix)
-            if candidate.exists():
-                return header, candidate
-    return (headers[0] if headers else None), None
+def student_file(lesson, table):
+    """(contract header, starter): the table's 'student' file and the header of the same stem."""
+    m = re.search(r"'folder':\s*'" + re.escape(lesson.name) + r"',\s*'student':\s*'([^']+)'", table)
+    if not m:
+        return None, None
+    starter = lesson / m.group(1)
+    return starter.with_suffix(".h"), starter
 
 
 def todo_regions(lines):
@@ -76,20 +74,19 @@ def differences_outside_todo(starter_lines, solution_lines):
 def check_lesson(root, lesson, table):
     problems = []
     name = lesson.name
-    number = name[:2]
     readme = lesson / "README.md"
-    header, starter = student_file(lesson)
+    header, starter = student_file(lesson, table)
     solution = root / "solutions" / name / starter.name if starter else None
     test = root / "tests" / f"test_{name.replace('-', '_')}.cpp"
 
+    if starter is None:
+        return [f"{name}: not listed (with its 'student' file) in the lesson table of tests/meson.build"]
     for path, what in [(readme, "README.md"), (header, "a contract header"), (starter, "a starter file"),
                        (solution, "a solution"), (test, "a test file")]:
         if path is None or not path.exists():
             problems.append(f"{name}: no {what}" + (f" ({path.relative_to(root)})" if path else ""))
     if problems:
         return problems
-    if f"'{name}'" not in table:
-        problems.append(f"{name}: not listed in the lesson table of tests/meson.build")
 
     readme_text = readme.read_text()
     for section in README_SECTIONS:

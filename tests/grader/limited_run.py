@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
 """Run a command with a time limit, keeping a bounded amount of its output.
 
 The grader runs code it does not trust: a test program can hang, print without end, or

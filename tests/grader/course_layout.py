@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""Where things are in the course and in a submission, and how a submission is staged.
+
+A lesson lives in `lessons/NN-slug/`. Its contract header `<stem>.h` sits beside the one
+file the student edits, `<stem>.cpp` or `<stem>.cu`. A submission contributes exactly those
+student files: staging copies the pristine course (without `.git`, `build*` and
+`solutions/`) and then overlays the student files only, so a submission cannot change a
+test, a header or common/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+from pathlib import Path
+
+STUDENT_EXTENSIONS = (".cu", ".cpp")
+NOT_STUDENT_STEMS = {"demo", "benchmark"}
+_LESSON_DIR = re.compile(r"^(\d\d)-[A-Za-z0-9][\w-]*$")
+
+
+class LayoutError(RuntimeError):
+    """The course or the submission is not laid out as expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Lesson:
+    """One lesson and its student file."""
+
+    number: str  # "01"
+    slug: str  # "01-device-enumeration"
+    stem: str  # "device_enumeration"
+    extension: str  # ".cpp" or ".cu"
+
+    @property
+    def target(self) -> str:
+        """The Meson target of the lesson's test program (tests + the student's file)."""
+        return f"lesson-{self.number}"
+
+    @property
+    def student_filename(self) -> str:
+        return self.stem + self.extension
+
+    @property
+    def student_path(self) -> str:
+        """The student file, relative to the course root."""
+        return f"lessons/{self.slug}/{self.student_filename}"
+
+
+# ----------------------------------------------------------------------------- lessons
+
+def discover_lessons(course: Path, warn=None) -> list[Lesson]:
+    """Every `lessons/NN-slug/` folder of the course that has a student file, by number.
+
+    A folder without one is left out, through `warn(message)` when given.
+    """
+    lessons_dir = course / "lessons"
+    if not lessons_dir.is_dir():
+        raise LayoutError(f"{course} has no lessons/ folder: is it the course's root?")
+    lessons = []
+    for folder in sorted(lessons_dir.iterdir()):
+        match = _LESSON_DIR.match(folder.name)
+        if not (folder.is_dir() and match):
+            continue
+        try:
+            stem, extension = _student_file_of(folder, course / "solutions" / folder.name)
+        except LayoutError as error:
+            if warn:
+                warn(f"{error}; lesson left out")
+            continue
+        lessons.append(Lesson(match.group(1), folder.name, stem, extension))
+    if not lessons:
+        raise LayoutError(f"no lesson folders (lessons/NN-name/) in {lessons_dir}")
+    return lessons
+
+
+def _student_file_of(folder: Path, solution_folder: Path) -> tuple[str, str]:
+    """(stem, extension) of the lesson's student file: a source with a header of the same stem.
+
+    When several sources have a header beside them, the one that solutions/ also has wins,
+    then the one named after the lesson ("01-device-enumeration" -> device_enumeration).
+    """
+    candidates = sorted((path.stem, path.suffix) for path in folder.iterdir()
+                        if path.suffix in STUDENT_EXTENSIONS and path.stem not in NOT_STUDENT_STEMS
+                        and (folder / (path.stem + ".h")).is_file())
+    if not candidates:
+        raise LayoutError(f"{folder}: no student file (a <stem>.cpp or <stem>.cu beside <stem>.h)")
+    in_solutions = [c for c in candidates if (solution_folder / (c[0] + c[1])).is_file()]
+    named_after = [c for c in candidates if c[0] == folder.name[3:].replace("-", "_")]
+    for choice in (in_solutions, named_after, candidates):
+        if len(choice) == 1:
+            return choice[0]
+    return (in_solutions or named_after or candidates)[0]
+
+
+def select_lessons(lessons: list[Lesson], spec: str | None) -> list[Lesson]:
+    """The lessons named by '01,03' (numbers, or full folder names); all when spec is empty."""
+    if not spec:
+        return lessons
+    chosen = []
+    for word in (w.strip() for w in spec.split(",")):
+        if not word:
+            continue
+        found = [lesson for lesson in lessons
+                 if word == lesson.slug or (word.isdigit() and int(word) == int(lesson.number))]
+        if not found:
+            known = ", ".join(lesson.number for lesson in lessons)
+            raise LayoutError(f"--lessons: no lesson '{word}' (the course has {known})")
+        chosen.extend(lesson for lesson in found if lesson not in chosen)
+    return sorted(chosen, key=lambda lesson: lesson.number)
+
+
+# ----------------------------------------------------------------------------- submissions
+
+def find_student_file(submission: Path, lesson: Lesson) -> Path | None:
+    """The lesson's file in a submission: `lessons/NN-slug/<file>`, `NN-slug/<file>`, or
+    `<file>` anywhere in it (a flat upload; the shallowest wins). None when absent."""
+    for candidate in (submission / lesson.student_path, submission / lesson.slug / lesson.student_filename):
+        if _regular_file(candidate):
+            return candidate
+    found = [Path(root) / lesson.student_filename
+             for root, dirs, files in os.walk(submission)
+             if lesson.student_filename in files and not _skipped_dir(Path(root), submission)
+             and _regular_file(Path(root) / lesson.student_filename)]
+    found.sort(key=lambda path: (len(path.relative_to(submission).parts), str(path)))
+    return found[0] if found else None
+
+
+def _regular_file(path: Path) -> bool:
+    """A plain file; a symbolic link could make the build read a file of the grading machine."""
+    return path.is_file() and not path.is_symlink()
+
+
+def _skipped_dir(path: Path, top: Path) -> bool:
+    """Folders that never hold a student's file: version control and build output."""
+    parts = path.relative_to(top).parts
+    return any(part == ".git" or part.startswith("build") for part in parts)
+
+
+# ----------------------------------------------------------------------------- staging
+
+def stage_course(course: Path, destination: Path, keep_out: list[Path] = ()) -> None:
+    """Copies the pristine course to `destination` (replacing what was there), leaving out
+    `.git`, top-level `build*` folders, `solutions/` and any path in `keep_out`.
+
+    Files keep their modification times so that an unchanged common/ is not rebuilt.
+    """
+    course = course.resolve()
+    excluded = {Path(p).resolve() for p in keep_out} | {destination.resolve()}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder).resolve()
+        skip = {name for name in names if (here / name).resolve() in excluded or name == ".git"}
+        if here == course:
+            skip |= {name for name in names if name.startswith("build") or name == "solutions"}
+        return skip
+
+    if destination.exists():
+        shutil.rmtree(destination)
+    shutil.copytree(course, destination, ignore=ignore, symlinks=True)
+
+
+def place_student_file(source: Path, course_copy: Path, lesson: Lesson) -> None:
+    """Puts one student file into a staged course, with a fresh modification time so the
+    build always recompiles it (whatever was compiled there before)."""
+    target = course_copy / lesson.student_path
+    shutil.copyfile(source, target)
+    touch(target)
+
+
+def touch(path: Path) -> None:
+    """Sets a file's modification time to now."""
+    os.utime(path, None)

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""Grade the course: build each lesson's tests with a student's file, run its test cases (each
+that did not pass again alone), and report points as a table, Gradescope results.json and JUnit XML.
+
+    python3 tests/grader/grade.py                          grade this working tree
+    python3 tests/grader/grade.py --submission DIR         grade one student's files
+    python3 tests/grader/grade.py --batch DIR --csv F.csv  grade each subfolder of DIR
+
+Exit status: 0 grading completed (whatever the score), 1 internal error (the grader, Meson or
+the course itself failed), 2 usage error, 3 --require-gpus and some case was skipped for
+missing GPUs. See tests/grader/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import course_layout as layout  # noqa: E402
+import machine  # noqa: E402
+import meson_build  # noqa: E402
+import report_csv  # noqa: E402
+import report_gradescope  # noqa: E402
+import report_junit  # noqa: E402
+import report_text  # noqa: E402
+from grading import Grader, Settings  # noqa: E402
+from scoring import Grade  # noqa: E402
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS = 0, 1, 2, 3
+COURSE_ROOT = Path(__file__).resolve().parents[2]
+
+
+class UsageError(Exception):
+    """A bad command line (exit status 2)."""
+
+
+# ----------------------------------------------------------------------------- command line
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="grade.py", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Outputs (in --out): report.txt, results.json (Gradescope), junit.xml, machine.json, "
+               "logs/<lesson>.log; with --batch one such folder per student and a CSV.")
+    parser.add_argument("--course", type=Path, default=COURSE_ROOT,
+                        help="the course's root folder (default: %(default)s)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--submission", type=Path, metavar="DIR",
+                      help="a student's submission: only its student files are used, found as "
+                           "lessons/NN-name/<file>, NN-name/<file> or <file> anywhere in DIR")
+    what.add_argument("--batch", type=Path, metavar="DIR", help="grade every subfolder of DIR as one student")
+    parser.add_argument("--build-dir", type=Path, help="where to build (default: <course>/build/grading)")
+    parser.add_argument("--out", type=Path, help="where to write the reports (default: <build-dir>/grade)")
+    parser.add_argument("--csv", type=Path, help="with --batch: the CSV to write (default: <out>/grades.csv)")
+    parser.add_argument("--lessons", metavar="LIST", help="only these lessons, e.g. 01,03 (default: all)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                        help="seconds per test case before it counts as hung (default: %(default)g)")
+    parser.add_argument("--build-timeout", type=float, default=900.0, metavar="S",
+                        help="seconds to build one lesson (default: %(default)g)")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel build jobs (default: Ninja's)")
+    parser.add_argument("--require-gpus", action="store_true",
+                        help="instructors: a case skipped for missing GPUs is an error (exit status 3)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser.parse_args(argv)
+
+
+def make_settings(args: argparse.Namespace) -> Settings:
+    """Checks the command line and turns it into Settings."""
+    course = args.course.resolve()
+    if not (course / "meson.build").is_file() or not (course / "lessons").is_dir():
+        raise UsageError(f"--course {course}: not the course's root (no meson.build or lessons/)")
+    for name in ("submission", "batch"):
+        folder = getattr(args, name)
+        if folder is not None and not folder.is_dir():
+            raise UsageError(f"--{name} {folder}: no such folder")
+    if args.csv is not None and args.batch is None:
+        raise UsageError("--csv only goes with --batch")
+    if args.timeout <= 0 or args.build_timeout <= 0 or (args.jobs is not None and args.jobs < 1):
+        raise UsageError("--timeout, --build-timeout and -j must be positive")
+    try:
+        found = layout.discover_lessons(course, warn=lambda text: print(f"grade.py: warning: {text}", file=sys.stderr))
+        lessons = layout.select_lessons(found, args.lessons)
+    except layout.LayoutError as error:
+        raise UsageError(str(error)) from error
+    build_root = (args.build_dir or course / "build" / "grading").resolve()
+    out = (args.out or build_root / "grade").resolve()
+    submissions = [p.resolve() for p in (args.submission, args.batch) if p is not None]
+    return Settings(course=course, build_root=build_root, lessons=lessons, timeout=args.timeout,
+                    build_timeout=args.build_timeout, jobs=args.jobs, quiet=args.quiet, out=out,
+                    keep_out=submissions)
+
+
+# ----------------------------------------------------------------------------- outputs
+
+class MachineRecord:
+    """The machine record, made once the first test program has printed its GPU inventory."""
+
+    def __init__(self, grader: Grader):
+        self._grader = grader
+        self._record: dict | None = None
+
+    def get(self) -> dict:
+        if self._record is not None:
+            return self._record
+        record = machine.machine_record(self._grader.inventory)
+        if self._grader.inventory is not None:
+            self._record = record
+        return record
+
+
+def write_outputs(grade: Grade, out: Path, seconds: float) -> None:
+    """report.txt, results.json, junit.xml, machine.json and logs/ in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.txt").write_text(report_text.render(grade))
+    (out / "results.json").write_text(json.dumps(report_gradescope.results_json(grade, seconds), indent=2) + "\n")
+    (out / "junit.xml").write_text(report_junit.junit_xml(grade))
+    (out / "machine.json").write_text(json.dumps(grade.machine, indent=2) + "\n")
+    logs = out / "logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+    logs.mkdir()
+    for lesson in grade.lessons:
+        (logs / f"{lesson.lesson.slug}.log").write_text(lesson.log or "(nothing was built or run)\n")
+
+
+def gpu_skip_report(grades: list[Grade]) -> list[str]:
+    """Lines naming each case skipped for missing GPUs (for --require-gpus)."""
+    lines = []
+    for grade in grades:
+        for lesson, result in grade.gpu_skips():
+            lines.append(f"  {grade.student}: {lesson.lesson.slug} \"{result.case.name}\": {result.message}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- modes
+
+def grade_single(settings: Settings, args: argparse.Namespace, out: Path) -> list[Grade]:
+    """The working tree, or one --submission."""
+    grader = Grader(settings)
+    record = MachineRecord(grader)
+    start = time.monotonic()
+    if args.submission is None:
+        lessons = grader.grade_working_tree()
+        grade = grader.make_grade("course", f"the working tree {settings.course}", lessons, record.get())
+    else:
+        submission = args.submission.resolve()
+        lessons = grader.grade_submission(submission, settings.build_root / "submission")
+        grade = grader.make_grade(submission.name, f"the submission {submission}", lessons, record.get())
+    write_outputs(grade, out, time.monotonic() - start)
+    print(report_text.render(grade), end="")
+    print(f"\nReports: {out}/ (report.txt, results.json, junit.xml, machine.json, logs/)")
+    return [grade]
+
+
+def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tuple[list[Grade], bool]:
+    """Every subfolder of --batch; returns the grades and whether the grader failed on someone."""
+    folders = sorted(p for p in args.batch.resolve().iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not folders:
+        raise UsageError(f"--batch {args.batch}: no submission folders in it")
+    grader = Grader(settings)
+    record = MachineRecord(grader)
+    grades, rows, failed = [], [], False
+    for folder in folders:
+        student, start = folder.name, time.monotonic()
+        grader.say(f"===== {student}")
+        try:
+            lessons = grader.grade_submission(folder, settings.build_root / "batch" / safe_name(student))
+        except meson_build.SetupError:
+            raise  # the course or the machine is broken: no point going on
+        except Exception:  # the grader failed on this one student: record it, grade the rest
+            problem = "internal error: " + traceback.format_exc().strip().splitlines()[-1]
+            print(f"grade.py: {student}: {traceback.format_exc()}", file=sys.stderr)
+            rows.append((student, None, problem))
+            failed = True
+            continue
+        grade = grader.make_grade(student, f"the submission {folder}", lessons, record.get())
+        write_outputs(grade, out / safe_name(student), time.monotonic() - start)
+        grades.append(grade)
+        rows.append((student, grade, ""))
+        print(f"{student}: {grade.earned}/{grade.possible} points"
+              + (f", {grade.ungraded} ungraded" if grade.ungraded else "")
+              + f"  ({out / safe_name(student) / 'report.txt'})")
+    csv_path = (args.csv or out / "grades.csv").resolve()
+    report_csv.write_csv(csv_path, settings.lessons, rows)
+    (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
+    print(f"\nCSV: {csv_path}\nMachine: {machine.describe(record.get())}")
+    return grades, failed
+
+
+def safe_name(name: str) -> str:
+    """A student's folder name, usable as a path component."""
+    return re.sub(r"[^\w.-]", "_", name) or "_"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        settings = make_settings(args)
+        out = settings.out
+        if args.batch is None:
+            grades, failed = grade_single(settings, args, out), False
+        else:
+            grades, failed = grade_batch(settings, args, out)
+    except UsageError as error:
+        print(f"grade.py: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except meson_build.SetupError as error:
+        print(f"grade.py: error: {error}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:  # noqa: BLE001 - any other failure is the grader's own bug
+        traceback.print_exc()
+        print("grade.py: internal error (see above)", file=sys.stderr)
+        return EXIT_INTERNAL
+    if args.require_gpus:
+        skipped = gpu_skip_report(grades)
+        if skipped:
+            print("grade.py: error: --require-gpus: these cases were skipped for missing GPUs:\n"
+                  + "\n".join(skipped), file=sys.stderr)
+            return EXIT_GPUS
+    return EXIT_INTERNAL if failed else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

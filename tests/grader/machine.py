@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""The record of the machine a grade was made on.
+
+A multi-GPU grade depends on the machine: a case that needs 4 GPUs is ungraded on a
+machine with 2. So every grade carries this record: the GPUs (from the test program's own
+inventory and from nvidia-smi), the driver, the CUDA runtime, nvcc and NCCL. Anything that
+cannot be found reads "unknown".
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+UNKNOWN = "unknown"
+
+
+def _run(argv: list[str]) -> str:
+    """A command's stdout, or '' if it is missing or fails."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def nvidia_smi_gpus() -> list[dict]:
+    """[{name, pci_bus_id, driver_version}] from nvidia-smi; [] without it."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    text = _run(["nvidia-smi", "--query-gpu=name,pci.bus_id,driver_version", "--format=csv,noheader"])
+    gpus = []
+    for line in text.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 3:
+            gpus.append({"name": fields[0], "pci_bus_id": fields[1], "driver_version": fields[2]})
+    return gpus
+
+
+def _cuda_homes() -> list[Path]:
+    homes = [Path(os.environ[name]) for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name)]
+    return homes + [Path("/usr/local/cuda")]
+
+
+def nvcc_version() -> str:
+    """'12.4.131' from `nvcc --version`."""
+    candidates = [shutil.which("nvcc")] + [str(home / "bin" / "nvcc") for home in _cuda_homes()]
+    for nvcc in candidates:
+        if nvcc and Path(nvcc).is_file():
+            match = re.search(r"\bV(\d+\.\d+(?:\.\d+)?)", _run([nvcc, "--version"]))
+            if match:
+                return match.group(1)
+    return UNKNOWN
+
+
+def nccl_version() -> str:
+    """'2.21.5', read from NCCL_MAJOR/MINOR/PATCH in the first nccl.h found."""
+    folders = [Path("/usr/include"), Path("/usr/local/cuda/include")] + \
+        [home / "include" for home in _cuda_homes()]
+    for folder in folders:
+        header = folder / "nccl.h"
+        if header.is_file():
+            text = header.read_text(errors="replace")
+            parts = [re.search(rf"#define\s+NCCL_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+            if all(parts):
+                return ".".join(match.group(1) for match in parts)
+    return UNKNOWN
+
+
+def machine_record(inventory: dict | None) -> dict:
+    """Everything known about this machine; `inventory` is a test program's GPU inventory."""
+    smi = nvidia_smi_gpus()
+    return {
+        "hostname": platform.node() or UNKNOWN,
+        "graded_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "gpu_count": inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN),
+        "cuda_visible_devices": inventory["cuda_visible_devices"] if inventory else
+        os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
+        "gpus": inventory["gpus"] if inventory else UNKNOWN,
+        "nvidia_smi": smi or UNKNOWN,
+        "driver": smi[0]["driver_version"] if smi else UNKNOWN,
+        "driver_api": inventory["driver_api"] if inventory else UNKNOWN,
+        "cuda_runtime": inventory["runtime"] if inventory else UNKNOWN,
+        "nvcc": nvcc_version(),
+        "nccl": nccl_version(),
+    }
+
+
+def describe(record: dict) -> str:
+    """The record on one line: '2 GPUs (2x NVIDIA H100 80GB HBM3), driver 550.54, CUDA runtime 12.4, ...'."""
+    gpus = record.get("gpus")
+    count = record.get("gpu_count", UNKNOWN)
+    if isinstance(gpus, list) and gpus:
+        names: dict[str, int] = {}
+        for gpu in gpus:
+            names[gpu["name"]] = names.get(gpu["name"], 0) + 1
+        kinds = ", ".join(f"{n}x {name}" for name, n in names.items())
+        head = f"{count} GPU{'s' if count != 1 else ''} ({kinds})"
+    else:
+        head = f"{count} GPUs" if count != UNKNOWN else "GPUs unknown"
+    driver = record.get("driver", UNKNOWN)
+    if driver == UNKNOWN and record.get("driver_api", UNKNOWN) != UNKNOWN:
+        driver = f"API {record['driver_api']}"
+    return (f"{head}, driver {driver}, CUDA runtime {record.get('cuda_runtime', UNKNOWN)}, "
+            f"nvcc {record.get('nvcc', UNKNOWN)}, NCCL {record.get('nccl', UNKNOWN)}, "
+            f"host {record.get('hostname', UNKNOWN)}")

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""The terminal table (also written as report.txt).
+
+    Lesson          Points  Passed  Failed  Skipped  Ungraded  First problem
+    01-passing         5/5       3       0        0         0
+    02-assertion       1/3       1       1        0         0  failed: REQUIRE( multiply(2, 3) == 6 ) ...
+
+then one short line per case that lost points.
+"""
+
+from __future__ import annotations
+
+from catch2_runner import SKIPPED
+from machine import describe
+from scoring import BUILD_FAILED, LOST, MISSING, Grade, label
+
+PROBLEM_WIDTH = 80
+CASE_LINE_WIDTH = 160
+
+
+def clip(text: str, width: int) -> str:
+    """The text on one line, cut to `width` characters with '...'."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def render(grade: Grade) -> str:
+    """The whole report of one grade."""
+    lines = [f"Grade of: {grade.source}", f"Machine:  {describe(grade.machine)}", ""]
+    lines += _table(grade)
+    lines += _lost_cases(grade)
+    lines += _ungraded_note(grade)
+    if grade.warnings:
+        lines += ["", "Warnings:"] + [f"  {warning}" for warning in grade.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _table(grade: Grade) -> list[str]:
+    header = ["Lesson", "Points", "Passed", "Failed", "Skipped", "Ungraded", "First problem"]
+    rows = []
+    for lesson in grade.lessons:
+        if lesson.cases_known:
+            counts = [str(lesson.count("passed")), str(len(lesson.lost_results)), str(lesson.count(SKIPPED))]
+            points = f"{lesson.earned}/{lesson.possible}"
+        else:
+            counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
+        rows.append([lesson.lesson.slug, points] + counts +
+                    [str(lesson.ungraded), clip(lesson.first_problem(), PROBLEM_WIDTH)])
+    totals = [sum(lesson.count("passed") for lesson in grade.lessons),
+              sum(len(lesson.lost_results) for lesson in grade.lessons),
+              sum(lesson.count(SKIPPED) for lesson in grade.lessons)]
+    rows.append(["TOTAL", f"{grade.earned}/{grade.possible}"] + [str(n) for n in totals] + [str(grade.ungraded), ""])
+    widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header) - 1)]
+
+    def line(row: list[str]) -> str:
+        cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(widths))]
+        return ("  ".join(cells) + "  " + row[-1]).rstrip()
+
+    separator = "-" * (sum(widths) + 2 * len(widths) + len("First problem"))
+    return [line(header), separator] + [line(row) for row in rows[:-1]] + [separator, line(rows[-1])]
+
+
+def _lost_cases(grade: Grade) -> list[str]:
+    """One line per case that lost points; one per lesson that did not build or was missing."""
+    lines = []
+    for lesson in grade.lessons:
+        if lesson.problem_status in (BUILD_FAILED, MISSING):
+            lines.append(f"  {lesson.lesson.slug}: {label(lesson.problem_status)}: {lesson.problem.splitlines()[0]}")
+            continue
+        for result in lesson.results:
+            if result.status in LOST:
+                text = f"{lesson.lesson.slug} \"{result.case.name}\" ({result.case.points} pt): " \
+                       f"{label(result.status)}: {result.summary}"
+                lines.append("  " + clip(text, CASE_LINE_WIDTH))
+    return (["", "Lost points:"] + lines) if lines else []
+
+
+def _ungraded_note(grade: Grade) -> list[str]:
+    notes = []
+    if grade.ungraded:
+        notes.append(f"{grade.ungraded} points are ungraded on this machine (skipped cases; see the table).")
+    unknown = [lesson.lesson.slug for lesson in grade.lessons if not lesson.cases_known]
+    if unknown:
+        notes.append(f"Possible points unknown for {', '.join(unknown)} (the lesson did not build): "
+                     "they are not in the total.")
+    return ([""] + notes) if notes else []

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""Points: what a lesson and a whole submission earned, could earn, and could not be graded.
+
+- A case is worth the points of its `[points:N]` tag, earned only when it passed.
+- A skipped case (e.g. "needs 2 GPUs, found 1") is ungraded: its points leave the possible
+  total, and the report says why.
+- A lesson that could not be built or was not submitted keeps the cases of the course's
+  own program (when they are known), each marked `build_failed` or `missing`, worth 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from catch2_runner import CRASHED, FAILED, PASSED, SKIPPED, TIMED_OUT, CaseResult
+from course_layout import Lesson
+
+BUILD_FAILED = "build_failed"  # the lesson's program did not compile, link, or list its cases
+MISSING = "missing"  # the submission has no file for this lesson
+LOST = (FAILED, CRASHED, TIMED_OUT, BUILD_FAILED, MISSING)
+
+
+@dataclasses.dataclass
+class LessonGrade:
+    """The results of one lesson."""
+
+    lesson: Lesson
+    results: list[CaseResult] = dataclasses.field(default_factory=list)
+    problem: str = ""  # why the lesson's program could not run, if it could not
+    problem_status: str = ""  # BUILD_FAILED or MISSING when `problem` is set
+    log: str = ""  # build log and per-case output, for the logs folder
+
+    @property
+    def cases_known(self) -> bool:
+        """False when the lesson could not be built and its cases are unknown."""
+        return bool(self.results) or not self.problem
+
+    @property
+    def earned(self) -> int:
+        return sum(r.case.points for r in self.results if r.status == PASSED)
+
+    @property
+    def possible(self) -> int:
+        return sum(r.case.points for r in self.results if r.status != SKIPPED)
+
+    @property
+    def ungraded(self) -> int:
+        return sum(r.case.points for r in self.results if r.status == SKIPPED)
+
+    def count(self, *statuses: str) -> int:
+        return sum(1 for r in self.results if r.status in statuses)
+
+    @property
+    def lost_results(self) -> list[CaseResult]:
+        return [r for r in self.results if r.status in LOST]
+
+    def first_problem(self) -> str:
+        """The first reason this lesson lost points (or has ungraded points), on one line."""
+        if self.problem:
+            return f"{label(self.problem_status)}: {one_line(self.problem)}"
+        for result in self.lost_results + [r for r in self.results if r.status == SKIPPED]:
+            return f"{label(result.status)}: {result.summary}"
+        return ""
+
+
+@dataclasses.dataclass
+class Grade:
+    """The grade of one submission (or of the course's own working tree)."""
+
+    student: str
+    source: str  # what was graded, in words
+    lessons: list[LessonGrade]
+    machine: dict
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def earned(self) -> int:
+        return sum(lesson.earned for lesson in self.lessons)
+
+    @property
+    def possible(self) -> int:
+        return sum(lesson.possible for lesson in self.lessons)
+
+    @property
+    def ungraded(self) -> int:
+        return sum(lesson.ungraded for lesson in self.lessons)
+
+    def gpu_skips(self) -> list[tuple[LessonGrade, CaseResult]]:
+        """Cases skipped because this machine has too few GPUs."""
+        return [(lesson, r) for lesson in self.lessons for r in lesson.results if r.gpu_skip]
+
+
+def label(status: str) -> str:
+    """A status in words, for tables and messages."""
+    return {PASSED: "passed", FAILED: "failed", SKIPPED: "ungraded", CRASHED: "crashed",
+            TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing"}.get(status, status)
+
+
+def one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())

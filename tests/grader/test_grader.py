@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Copyright (c) 2026 The multi-GPU course authors
+"""Tests of the grader (grade.py, catch2_runner.py, ...) and of tests/course/expect.py.
+
+They grade a small fake course, tests/grader/fixture/ (C++ and Catch2 only, no CUDA), whose
+lessons pass, fail an assertion, throw NOT_IMPLEMENTED, skip for missing GPUs, crash in one
+of two cases, hang, trip the watchdog, and do not compile. Needs Meson, Ninja, a C++
+compiler and Catch2 v3 (pkg-config catch2); no GPU.
+
+    python3 tests/grader/test_grader.py        (about a minute on two cores)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE / "fixture"
+GRADE = HERE / "grade.py"
+EXPECT = HERE.parent / "course" / "expect.py"
+sys.path.insert(0, str(HERE))
+
+import catch2_runner as runner  # noqa: E402
+import course_layout as layout  # noqa: E402
+import meson_build  # noqa: E402
+from limited_run import Outcome  # noqa: E402
+
+CASE_TIMEOUT = "3"  # the hanging lesson costs this many seconds per grading
+TOOLS_MISSING = [tool for tool in ("meson", "ninja", "pkg-config") if not shutil.which(tool)]
+if not TOOLS_MISSING and subprocess.run(["pkg-config", "--exists", "catch2"]).returncode != 0:
+    TOOLS_MISSING.append("Catch2 v3 (pkg-config catch2)")
+
+TMP: Path = Path()
+DEFAULT: dict = {}  # the grading of the fixture's working tree, made once by setUpModule
+
+
+def run_grader(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """grade.py on the fixture course, with a short case time-out."""
+    argv = [sys.executable, str(GRADE), "--course", str(FIXTURE), "--quiet", "--timeout", CASE_TIMEOUT,
+            "-j", "2", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+
+
+def read_outputs(out: Path) -> dict:
+    """The files grade.py writes, parsed."""
+    return {"results": json.loads((out / "results.json").read_text()),
+            "junit": ET.parse(out / "junit.xml").getroot(),
+            "report": (out / "report.txt").read_text(),
+            "machine": json.loads((out / "machine.json").read_text()),
+            "logs": sorted(p.name for p in (out / "logs").iterdir())}
+
+
+def table_row(report: str, slug: str) -> list[str]:
+    """A lesson's row of the table: [slug, points, passed, failed, skipped, ungraded, problem...]."""
+    for line in report.splitlines():
+        if line.startswith(slug + " "):
+            return line.split()
+    raise AssertionError(f"no row for {slug} in:\n{report}")
+
+
+def tests_by_number(results: dict) -> dict:
+    return {test["number"]: test for test in results["tests"]}
+
+
+def setUpModule():
+    global TMP
+    TMP = Path(tempfile.mkdtemp(prefix="grader-test-"))
+    if TOOLS_MISSING:
+        return
+    done = run_grader("--build-dir", str(TMP / "default"))
+    DEFAULT.update(rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    if done.returncode == 0:
+        DEFAULT.update(read_outputs(TMP / "default" / "grade"))
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def needs_tools(cls):
+    return unittest.skipIf(TOOLS_MISSING, f"missing: {', '.join(TOOLS_MISSING)}")(cls)
+
+
+def program(number: str) -> Path:
+    return TMP / "default" / "tests" / f"lesson-{number}"
+
+
+# ============================================================================ unit tests
+
+REPORT_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="t">\n'
+
+
+def outcome(code, stderr="", timed_out=False) -> Outcome:
+    return Outcome(exit_code=code, timed_out=timed_out, stdout="", stderr=stderr, seconds=0.1)
+
+
+class RunnerUnitTests(unittest.TestCase):
+    case = runner.TestCase(name="a case", tags=["01-x", "task:1", "points:2"])
+
+    def classify(self, body: str, result=None, code=0, stderr="", close=True, **kwargs):
+        text = REPORT_HEAD + f'<TestCase name="a case" tags="[01-x]">\n{body}\n'
+        if result is not None:
+            text += f"{result}\n</TestCase>\n"
+            text += "</Catch2TestRun>\n" if close else ""
+        return runner.classify(self.case, outcome(code, stderr, **kwargs), runner.parse_report_text(text), 5)
+
+    def test_escape_test_name(self):
+        self.assertEqual(runner.escape_test_name('a, [b] "c" \\ * ~'), 'a\\, \\[b\\] \\"c\\" \\\\ \\* \\~')
+        self.assertEqual(runner.escape_test_name("-dash"), "\\-dash")
+        self.assertEqual(runner.escape_test_name("#file"), "\\#file")
+
+    def test_tags(self):
+        case = runner.case_from_tags("n", runner.parse_tags("[01-device-enumeration][task:2][gpus:1][points:3]"))
+        self.assertEqual((case.lesson, case.task, case.gpus, case.points), ("01-device-enumeration", 2, 1, 3))
+        self.assertEqual(case.warnings, [])
+        bare = runner.case_from_tags("n", ["01-x", "task:1"])
+        self.assertEqual(bare.points, 0)
+        self.assertIn("no [points:N] tag", bare.warnings[0])
+        self.assertTrue(runner.case_from_tags("h", [".", "child"]).hidden)
+
+    def test_inventory(self):
+        stderr = ("GPUs visible: 2 (CUDA_VISIBLE_DEVICES=0,1), driver API 12.4, runtime 12.3\n"
+                  "  GPU 0: NVIDIA H100 80GB HBM3, cc 9.0, 85.0 GB, 132 SMs, 0000:19:00.0\n"
+                  "  GPU 1: NVIDIA H100 80GB HBM3, cc 9.0, 85.0 GB, 132 SMs, 0000:3B:00.0\nother\n")
+        inventory = runner.parse_inventory(stderr)
+        self.assertEqual((inventory["gpus_visible"], inventory["driver_api"], inventory["runtime"]),
+                         (2, "12.4", "12.3"))
+        self.assertEqual(inventory["cuda_visible_devices"], "0,1")
+        self.assertEqual([g["pci_bus_id"] for g in inventory["gpus"]], ["0000:19:00.0", "0000:3B:00.0"])
+        self.assertEqual(inventory["gpus"][0]["sms"], 132)
+        self.assertIsNone(runner.parse_inventory("no inventory here"))
+
+    def test_passed_failed_skipped(self):
+        self.assertEqual(self.classify("", '<OverallResult success="true" skips="0"/>'), (runner.PASSED, ""))
+        failed = self.classify('<Info>seed 7</Info><Expression success="false" type="REQUIRE">'
+                               "<Original>a == b</Original><Expanded>1 == 2</Expanded></Expression>",
+                               '<OverallResult success="false" skips="0"/>', code=1)
+        self.assertEqual(failed, (runner.FAILED, "REQUIRE( a == b ) with expansion: 1 == 2\nwith message: seed 7"))
+        thrown = self.classify("<Exception>NOT_IMPLEMENTED: task 2 in f() at x.cpp:4</Exception>",
+                               '<OverallResult success="false" skips="0"/>', code=1)
+        self.assertEqual(thrown, (runner.FAILED, "NOT_IMPLEMENTED: task 2 in f() at x.cpp:4"))
+        skipped = self.classify("<Skip>\n  needs 2 GPUs, found 1\n</Skip>", '<OverallResult success="true" skips="1"/>',
+                                code=77)
+        self.assertEqual(skipped, (runner.SKIPPED, "needs 2 GPUs, found 1"))
+
+    def test_first_failure_inside_a_section(self):
+        status, message = self.classify(
+            '<Section name="s"><Expression success="false" type="CHECK"><Original>f()</Original>'
+            "<Expanded>f()</Expanded><Exception>boom</Exception></Expression></Section>",
+            '<OverallResult success="false" skips="0"/>', code=1)
+        self.assertEqual((status, message), (runner.FAILED, "boom (thrown inside CHECK( f() ))"))
+
+    def test_crash_from_signal_with_cut_report(self):
+        status, message = self.classify("<FatalErrorCondition>SIGSEGV - Segmentation violation signal"
+                                        "</FatalErrorCondition>", '<OverallResult success="false" skips="0"/>',
+                                        code=-11, stderr="GPUs visible: 0 (CUDA_VISIBLE_DEVICES=<unset>), "
+                                        "driver API 0.0, runtime 0.0\nlast words\n", close=False)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertTrue(message.startswith("SIGSEGV (signal 11)"), message)
+        self.assertIn("last words", message)
+        self.assertNotIn("GPUs visible", message)
+
+    def test_exit_before_the_case_finished(self):
+        status, message = self.classify("", None, code=0)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertIn("before the case finished", message)
+
+    def test_passed_but_bad_exit(self):
+        status, _ = self.classify("", '<OverallResult success="true" skips="0"/>', code=3)
+        self.assertEqual(status, runner.CRASHED)
+
+    def test_watchdog_and_timeout(self):
+        line = "WATCHDOG: ncclAllReduce did not finish within 30 s. Probably: a rank did not call it"
+        self.assertEqual(self.classify("", None, code=70, stderr=f"x\n{line}\n"), (runner.TIMED_OUT, line))
+        self.assertEqual(self.classify("", None, code=None, timed_out=True), (runner.TIMED_OUT, "no result after 5 s"))
+
+    def test_no_matching_case(self):
+        status, message = runner.classify(self.case, outcome(2), runner.parse_report_text(REPORT_HEAD), 5)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertIn("no test case named", message)
+
+
+class LayoutUnitTests(unittest.TestCase):
+    def test_discover_lessons(self):
+        lessons = layout.discover_lessons(FIXTURE)
+        self.assertEqual([lesson.number for lesson in lessons], [f"0{n}" for n in range(1, 9)])
+        first = lessons[0]
+        self.assertEqual((first.slug, first.stem, first.extension, first.target),
+                         ("01-passing", "passing", ".cpp", "lesson-01"))  # demo.cpp is not the student file
+
+    def test_select_lessons(self):
+        lessons = layout.discover_lessons(FIXTURE)
+        self.assertEqual([l.number for l in layout.select_lessons(lessons, "3,01, 03-starter")], ["01", "03"])
+        with self.assertRaises(layout.LayoutError):
+            layout.select_lessons(lessons, "42")
+
+    def test_find_student_file_order(self):
+        lesson = layout.discover_lessons(FIXTURE)[0]
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            self.assertIsNone(layout.find_student_file(root, lesson))
+            for relative in ("deep/er/passing.cpp", "x/passing.cpp", "build/passing.cpp"):
+                (root / relative).parent.mkdir(parents=True, exist_ok=True)
+                (root / relative).write_text(relative)
+            self.assertEqual(layout.find_student_file(root, lesson), root / "x/passing.cpp")  # shallowest, not build/
+            (root / "01-passing").mkdir()
+            (root / "01-passing/passing.cpp").write_text("")
+            self.assertEqual(layout.find_student_file(root, lesson), root / "01-passing/passing.cpp")
+            (root / "lessons/01-passing").mkdir(parents=True)
+            (root / "lessons/01-passing/passing.cpp").write_text("")
+            self.assertEqual(layout.find_student_file(root, lesson), root / "lessons/01-passing/passing.cpp")
+
+    def test_stage_course_leaves_out_solutions_build_and_git(self):
+        with tempfile.TemporaryDirectory() as folder:
+            course, stage = Path(folder) / "course", Path(folder) / "stage"
+            shutil.copytree(FIXTURE, course)
+            for extra in (".git/HEAD", "build/x", "builddir/y", "lessons/01-passing/build_notes.txt"):
+                (course / extra).parent.mkdir(parents=True, exist_ok=True)
+                (course / extra).write_text("")
+            layout.stage_course(course, stage)
+            self.assertFalse((stage / "solutions").exists())
+            self.assertFalse((stage / ".git").exists() or (stage / "build").exists() or (stage / "builddir").exists())
+            self.assertTrue((stage / "lessons/01-passing/build_notes.txt").exists())  # only top-level build* goes
+            self.assertTrue((stage / "tests/lesson_01.cpp").exists())
+
+
+class BuildUnitTests(unittest.TestCase):
+    def test_first_errors(self):
+        log = ("[1/3] Compiling C++ object x.o\nFAILED: x.o\nc++ -Werror -c ../course/lessons/08-b/b.cpp\n"
+               "../course/lessons/08-b/b.cpp: In function 'int f()':\n"
+               "../course/lessons/08-b/b.cpp:4:15: error: expected ';' before '}' token\n"
+               "    4 |   return a + b\n"
+               "ninja: build stopped: subcommand failed.\n")
+        message = meson_build.first_errors(log, Path("/w/build"), Path("/w/course"))
+        self.assertEqual(message, "lessons/08-b/b.cpp:4:15: error: expected ';' before '}' token")
+        nvcc = 'lessons/02-x/x.cu(12): error: identifier "foo" is undefined\n'
+        self.assertEqual(meson_build.first_errors(nvcc), nvcc.strip())
+        link = "/usr/bin/ld: x.o: in function `main':\nx.cpp:(.text+0x5): undefined reference to `f()'\n" \
+               "collect2: error: ld returned 1 exit status\n"
+        self.assertIn("undefined reference to `f()'", meson_build.first_errors(link))
+
+
+# ============================================================================ grading the fixture
+
+@needs_tools
+class DefaultGradeTests(unittest.TestCase):
+    """grade.py on the fixture's working tree (graded once, in setUpModule)."""
+
+    def setUp(self):
+        self.assertEqual(DEFAULT.get("rc"), 0, DEFAULT.get("stderr"))
+
+    def test_table(self):
+        report = DEFAULT["stdout"]
+        expected = {"01-passing": ["5/5", "3", "0", "0", "0"], "02-assertion": ["1/3", "1", "1", "0", "0"],
+                    "03-starter": ["0/4", "0", "2", "0", "0"], "04-two-gpus": ["0/0", "0", "0", "2", "5"],
+                    "05-crash": ["2/4", "1", "1", "0", "0"], "06-hang": ["0/2", "0", "1", "0", "0"],
+                    "07-watchdog": ["0/3", "0", "1", "0", "0"], "08-broken": ["0/?", "-", "-", "-", "0"]}
+        for slug, cells in expected.items():
+            self.assertEqual(table_row(report, slug)[1:6], cells, slug)
+        self.assertEqual(table_row(report, "TOTAL")[1], "8/21")
+        self.assertIn(DEFAULT["report"], report)  # report.txt is the table as printed
+
+    def test_first_problem_of_each_lesson(self):
+        report = DEFAULT["report"]
+        expected = {
+            "02-assertion": "failed: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            "03-starter": "failed: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
+            "04-two-gpus": "ungraded: needs 2 GPUs, found 0",
+            "05-crash": "crashed: SIGSEGV",
+            "06-hang": f"timed out: no result after {CASE_TIMEOUT} s",
+            "07-watchdog": "timed out: WATCHDOG: join_all(2) did not finish within 1 s",
+            "08-broken": "does not build: lessons/08-broken/broken.cpp:4",
+        }
+        for slug, problem in expected.items():
+            self.assertIn(problem, " ".join(table_row(report, slug)), slug)
+        self.assertIn("error: expected", report)
+        self.assertIn("has no [points:N] tag", report)  # the warning
+
+    def test_results_json(self):
+        results = DEFAULT["results"]
+        self.assertEqual(results["score"], 8)
+        tests = tests_by_number(results)
+        self.assertEqual(set(tests), {"01.1", "01.2", "02.1", "02.2", "03.1", "03.2", "04.1", "04.2", "05.1", "05.2",
+                                      "06.1", "07.1", "08"})
+        def score(number):
+            return tests[number]["score"], tests[number]["max_score"], tests[number]["status"]
+        self.assertEqual(score("01.2"), (3, 3, "passed"))
+        self.assertEqual(score("02.1"), (0, 2, "failed"))
+        self.assertIn("with message: inputs 2 and 3", tests["02.1"]["output"])
+        self.assertIn("(ungraded)", tests["04.1"]["name"])
+        self.assertEqual((tests["04.1"]["max_score"], "status" in tests["04.1"]), (0, False))
+        self.assertIn("needs 2 GPUs, found 0", tests["04.1"]["output"])
+        self.assertEqual(tests["05.1"]["status"], "passed")  # the crash of 05.2 does not cost 05.1
+        self.assertIn("CRASHED", tests["05.2"]["output"])
+        self.assertIn("WATCHDOG", tests["07.1"]["output"])
+        self.assertEqual(tests["08"]["status"], "failed")
+        self.assertIn("0 GPUs", results["output"])
+        self.assertEqual(results["extra_data"]["possible"], 21)
+        self.assertEqual(results["extra_data"]["machine"]["cuda_runtime"], "12.4")
+
+    def test_junit(self):
+        junit = DEFAULT["junit"]
+        suites = {suite.get("name"): suite for suite in junit.iter("testsuite")}
+        self.assertEqual(len(suites), 8)
+
+        def kinds(slug):
+            return [[child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+                    for case in suites[slug].iter("testcase")]
+        self.assertEqual(kinds("01-passing"), [[], [], []])
+        self.assertEqual(kinds("02-assertion"), [["failure"], []])
+        self.assertEqual(kinds("04-two-gpus"), [["skipped"], ["skipped"]])
+        self.assertEqual(kinds("05-crash"), [[], ["error"]])
+        self.assertEqual(suites["06-hang"].find("testcase/error").get("type"), "timed_out")
+        self.assertEqual(suites["08-broken"].find("testcase/error").get("type"), "build_failed")
+        self.assertEqual(junit.get("tests"), "14")
+        properties = {p.get("name"): p.get("value") for p in suites["02-assertion"].iter("property")}
+        self.assertEqual((properties["points_earned"], properties["points_possible"]), ("1", "3"))
+        self.assertIn("machine", properties)
+
+    def test_machine_record_and_logs(self):
+        record = DEFAULT["machine"]
+        for field in ("gpus", "gpu_count", "driver", "cuda_runtime", "nvcc", "nccl", "nvidia_smi"):
+            self.assertIn(field, record)
+        self.assertEqual((record["gpu_count"], record["gpus"], record["driver_api"]), (0, [], "12.4"))
+        self.assertEqual(len(DEFAULT["logs"]), 8)
+
+
+@needs_tools
+class RunnerOnFixtureTests(unittest.TestCase):
+    def test_list_cases(self):
+        listing = runner.list_cases(program("01"))
+        self.assertEqual([c.name for c in listing.cases],
+                         ["adds two small numbers", "adds negative numbers", "adds zero (no points tag)"])
+        self.assertEqual([c.points for c in listing.cases], [2, 3, 0])
+        self.assertEqual(listing.inventory["gpus_visible"], 0)
+
+    def test_run_one_case_with_special_characters(self):
+        case = runner.list_cases(program("02")).cases[0]
+        self.assertEqual(case.name, "multiplies, with commas [and brackets]")
+        result = runner.run_case(program("02"), case, timeout=30)
+        self.assertEqual(result.status, runner.FAILED)
+        self.assertEqual(result.exit_code, 1)
+
+    def test_fake_gpus_in_inventory(self):
+        env = dict(os.environ, FAKE_GPU_COUNT="2")
+        listing = runner.list_cases(program("04"), env=env)
+        self.assertEqual([gpu["name"] for gpu in listing.inventory["gpus"]], ["Fake GPU 80GB"] * 2)
+        self.assertEqual(runner.run_case(program("04"), listing.cases[0], 30, env=env).status, runner.PASSED)
+
+
+@needs_tools
+class ExpectTests(unittest.TestCase):
+    def expect(self, mode: str, number: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(EXPECT), "--expect", mode, "--timeout", CASE_TIMEOUT, *extra,
+                               str(program(number))], capture_output=True, text=True, timeout=120)
+
+    def test_pass(self):
+        self.assertEqual(self.expect("pass", "01").returncode, 0)
+        self.assertEqual(self.expect("pass", "04").returncode, 77)  # all skipped for missing GPUs
+        failing = self.expect("pass", "02")
+        self.assertEqual(failing.returncode, 1)
+        self.assertIn("multiplies, with commas [and brackets]", failing.stderr)
+
+    def test_starter(self):
+        done = self.expect("starter", "03")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(len([line for line in done.stdout.splitlines() if line.startswith("FAILED")]), 2)
+        vacuous = self.expect("starter", "01")
+        self.assertEqual(vacuous.returncode, 1)
+        self.assertIn("vacuous", vacuous.stderr)
+        self.assertEqual(self.expect("starter", "05").returncode, 1)  # a crash is not NOT_IMPLEMENTED
+        self.assertEqual(self.expect("starter", "04").returncode, 77)
+
+    def test_wrong(self):
+        self.assertEqual(self.expect("wrong", "02").returncode, 0)
+        caught = self.expect("wrong", "02", "--catches", "multiplies, with commas [and brackets]")
+        self.assertEqual(caught.returncode, 0)
+        missed = self.expect("wrong", "02", "--catches", "multiplies zero by zero")
+        self.assertEqual(missed.returncode, 1)
+        self.assertIn("did not catch", missed.stderr)
+        self.assertEqual(self.expect("wrong", "01").returncode, 1)
+        self.assertEqual(self.expect("wrong", "04").returncode, 77)
+
+
+@needs_tools
+class RequireGpusTests(unittest.TestCase):
+    """--require-gpus, on the build folder setUpModule made (nothing to recompile)."""
+
+    def test_missing_gpus_exit_3(self):
+        done = run_grader("--build-dir", str(TMP / "default"), "--out", str(TMP / "gpus"), "--lessons", "04",
+                          "--require-gpus")
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn("needs 2 GPUs, found 0", done.stderr)
+
+    def test_enough_gpus_exit_0(self):
+        done = run_grader("--build-dir", str(TMP / "default"), "--out", str(TMP / "gpus2"), "--lessons", "04",
+                          "--require-gpus", env=dict(os.environ, FAKE_GPU_COUNT="2"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(table_row(done.stdout, "04-two-gpus")[1], "5/5")
+
+    def test_usage_errors_exit_2(self):
+        for args in (["--lessons", "99"], ["--submission", str(TMP / "nowhere")], ["--csv", "x.csv"],
+                     ["--no-such-option"]):
+            self.assertEqual(run_grader("--build-dir", str(TMP / "unused"), *args).returncode, 2, args)
+
+
+@needs_tools
+class SubmissionTests(unittest.TestCase):
+    def test_reference_solutions_score_everything(self):
+        out = TMP / "solutions-grade"
+        done = run_grader("--submission", str(FIXTURE / "solutions"), "--build-dir", str(TMP / "solutions"),
+                          "--out", str(out), "--lessons", "03,04,06,07,08")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        results = read_outputs(out)["results"]
+        self.assertEqual((results["score"], results["extra_data"]["possible"], results["extra_data"]["ungraded"]),
+                         (11, 11, 5))
+        self.assertFalse((TMP / "solutions" / "submission" / "course" / "solutions").exists())
+
+
+@needs_tools
+class BatchTests(unittest.TestCase):
+    """Two students: alice uploads flat files (lesson 01 does not compile); bob uploads the
+    course's layout, without lesson 03, and with a test file and a header he changed."""
+
+    @classmethod
+    def setUpClass(cls):
+        batch = TMP / "class"
+        alice, bob = batch / "alice", batch / "bob"
+        alice.mkdir(parents=True)
+        for name in ("02-assertion/assertion.cpp", "03-starter/starter.cpp"):
+            shutil.copy(FIXTURE / "solutions" / name, alice)
+        (alice / "passing.cpp").write_text('#include "passing.h"\nint add(int a, int b) { return a + b }\n')
+        shutil.copytree(FIXTURE / "lessons", bob / "lessons")
+        (bob / "lessons/03-starter/starter.cpp").unlink()
+        (bob / "tests").mkdir()
+        (bob / "tests/lesson_02.cpp").write_text(
+            '#include <catch2/catch_test_macros.hpp>\n'
+            'TEST_CASE("multiplies, with commas [and brackets]", "[02-assertion][task:1][points:2]") {}\n')
+        with (bob / "lessons/02-assertion/assertion.h").open("a") as header:
+            header.write("#define multiply(a, b) ((a) * (b))\n")
+        cls.csv = TMP / "class.csv"
+        cls.done = run_grader("--batch", str(batch), "--build-dir", str(TMP / "batch"), "--out",
+                              str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03")
+
+    def test_csv(self):
+        self.assertEqual(self.done.returncode, 0, self.done.stderr)
+        with self.csv.open() as table:
+            rows = {row["student"]: row for row in csv.DictReader(table)}
+        self.assertEqual(set(rows), {"alice", "bob"})
+        pick = ("01-passing", "02-assertion", "03-starter", "total", "possible")
+        self.assertEqual([rows["alice"][k] for k in pick], ["0", "3", "4", "7", "12"])
+        self.assertEqual([rows["bob"][k] for k in pick], ["5", "1", "0", "6", "12"])  # his test and header ignored
+
+    def test_reports_say_why(self):
+        alice = read_outputs(TMP / "batch-grade" / "alice")
+        row = " ".join(table_row(alice["report"], "01-passing"))
+        self.assertIn("does not build: lessons/01-passing/passing.cpp:2", row)
+        self.assertEqual(table_row(alice["report"], "01-passing")[1], "0/5")  # cases known from the pristine course
+        bob = read_outputs(TMP / "batch-grade" / "bob")
+        tests = tests_by_number(bob["results"])
+        self.assertIn("no file starter.cpp in the submission", tests["03.1"]["output"])
+        self.assertEqual(tests["03.1"]["max_score"], 2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
