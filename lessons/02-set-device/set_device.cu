@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 02: cudaSetDevice, and many GPUs from one process. Put a slice of a buffer on every
+// GPU, drive all of them from one thread and then from one thread each, and write the device
+// guard that keeps the current device where the caller left it.
+// Fill in each TODO(task N); README.md in this folder explains each task, and
+//     meson test -C build --suite 02-set-device --print-errorlogs
+// checks your work. Everything outside the TODO regions stays as it is.
+#include "set_device.h"
+
+#include <cuda_runtime.h>
+
+#include <exception>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/check.h"
+#include "common/not_implemented.h"
+#include "kernels.cuh"
+
+namespace lesson02 {
+
+std::vector<Slice> allocate_slices(std::size_t n, int device_count) {
+  // TODO(task 1): split [0, n) with course::split_ranges(n, device_count) (it throws
+  // std::invalid_argument when device_count < 1). Remember the caller's device (cudaGetDevice).
+  // For each device d: make d current (cudaSetDevice), because cudaMalloc allocates on the current
+  // device; cudaMalloc range.size() floats (nothing for an empty range: data stays nullptr) and
+  // record {d, data, range}. Finally make the caller's device current again. If a call throws
+  // halfway, free what you had allocated before letting the exception go on.
+  (void)n;
+  (void)device_count;
+  NOT_IMPLEMENTED("task 1");
+}
+
+void free_slices(std::vector<Slice>& slices) {
+  // TODO(task 1): for each slice that has memory, make its device current and cudaFree it; then
+  // empty the vector and make the caller's device current again.
+  (void)slices;
+  NOT_IMPLEMENTED("task 1");
+}
+
+void run_on_all_devices(int device_count, const DeviceWork& work) {
+  // TODO(task 2): remember the caller's device. First loop, d = 0 .. device_count-1: make d current,
+  // create a stream on it (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) and call
+  // work(d, s), which only enqueues. Do NOT wait inside this loop: the devices would then run one
+  // after another. Second loop: cudaStreamSynchronize each stream. Then destroy each stream (with
+  // its device current) and make the caller's device current again.
+  (void)device_count;
+  (void)work;
+  NOT_IMPLEMENTED("task 2");
+}
+
+void scale_slices(const std::vector<Slice>& input, const std::vector<Slice>& output, float factor) {
+  // TODO(task 2): for each slice k, launch_scale(input[k].data, output[k].data, size, factor, stream)
+  // on device k, all devices at the same time. run_on_all_devices does the device and stream work:
+  // pass it a lambda. Throw std::invalid_argument if input and output differ in size.
+  (void)input;
+  (void)output;
+  (void)factor;
+  NOT_IMPLEMENTED("task 2");
+}
+
+void run_one_thread_per_device(int device_count, const DeviceWork& work) {
+  // TODO(task 3): start one std::thread per device. In worker d: cudaSetDevice(d) first (a new
+  // thread starts on device 0, not on its parent's device), create a stream, call work(d, stream),
+  // wait for the stream, destroy it. An exception must not leave a thread (std::terminate): catch
+  // everything in the worker and keep it in a std::vector<std::exception_ptr> slot of its own
+  // (std::current_exception()). After joining EVERY worker, rethrow the first one that is set
+  // (std::rethrow_exception).
+  (void)device_count;
+  (void)work;
+  NOT_IMPLEMENTED("task 3");
+}
+
+ScopedDevice::ScopedDevice(int device) {
+  // TODO(task 4): store the current device in previous_ (cudaGetDevice) BEFORE switching, then make
+  // `device` current (cudaSetDevice). Check both calls with CUDA_CHECK: for a device that does not
+  // exist the constructor throws, and the current device stays as it was.
+  (void)device;
+  NOT_IMPLEMENTED("task 4");
+}
+
+ScopedDevice::~ScopedDevice() {
+  // TODO(task 4): make previous_ current again. A destructor must not throw (it may run while an
+  // exception is already on its way, and a second one ends the program), so call cudaSetDevice
+  // without CUDA_CHECK: (void)cudaSetDevice(previous_). In this starter the constructor throws, so
+  // this destructor never runs: an object whose constructor throws is never destroyed. If you see
+  // "terminate called ... task 4 in ~ScopedDevice()", you wrote the constructor but not this.
+  NOT_IMPLEMENTED("task 4");
+}
+
+}  // namespace lesson02
