@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 03 tests. Every fact about the machine is cross-checked against the CUDA runtime, never
+// against constants. Peer access is switched on and off here through the runtime directly, not
+// through the student's task 2, so that each task is graded on its own. Copies use random bytes
+// into poisoned destinations with a guard zone after the end; timing facts are ratios with wide
+// margins, asserted only on links where the hardware makes them true, never absolute times.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/check.h"
+#include "common/compare.h"
+#include "common/device_guard.h"
+#include "common/random.h"
+#include "common/testing/gpu_test.h"
+#include "common/timer.h"
+#include "peer_access.h"
+
+using namespace lesson03;
+using course::testing::require_gpus;
+
+namespace {
+
+using Pair = std::pair<int, int>;
+
+bool runtime_can_access(int device, int peer) {
+  int can_access = 0;
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, device, peer));
+  return can_access != 0;
+}
+
+// Ordered pairs (a, b), a != b, where each can access the other.
+std::vector<Pair> pairs_with_peer_access(int count) {
+  std::vector<Pair> pairs;
+  for (int a = 0; a < count; ++a)
+    for (int b = 0; b < count; ++b)
+      if (a != b && runtime_can_access(a, b) && runtime_can_access(b, a)) pairs.emplace_back(a, b);
+  return pairs;
+}
+
+// Skip reasons start "needs N GPUs" like every skip for missing hardware, so graders read them as such.
+constexpr const char* kNoPeerPair =
+    "needs 2 GPUs with peer access between them; cudaDeviceCanAccessPeer is 0 for every pair here";
+
+// Turns peer access on or off from every device to every peer it can access, through the runtime,
+// and returns the record that copy_between_devices expects.
+PeerAccessState set_peer_access_by_runtime(bool on) {
+  const int count = course::testing::gpu_count();
+  PeerAccessState state;
+  state.enabled.assign(count, std::vector<bool>(count, false));
+  for (int device = 0; device < count; ++device) {
+    course::DeviceGuard guard(device);
+    for (int peer = 0; peer < count; ++peer) {
+      if (peer == device || !runtime_can_access(device, peer)) continue;
+      const cudaError_t error = on ? cudaDeviceEnablePeerAccess(peer, 0) : cudaDeviceDisablePeerAccess(peer);
+      (void)cudaGetLastError();
+      if (error != cudaErrorPeerAccessAlreadyEnabled && error != cudaErrorPeerAccessNotEnabled) CUDA_CHECK(error);
+      state.enabled[device][peer] = on;
+    }
+  }
+  return state;
+}
+
+// What enabling device -> peer again answers: "already enabled" means it was on. (If it was off,
+// this turns it on; the cases set the state they need at their start.)
+cudaError_t enable_again(int device, int peer) {
+  course::DeviceGuard guard(device);
+  const cudaError_t error = cudaDeviceEnablePeerAccess(peer, 0);
+  (void)cudaGetLastError();
+  return error;
+}
+
+cudaError_t disable_again(int device, int peer) {
+  course::DeviceGuard guard(device);
+  const cudaError_t error = cudaDeviceDisablePeerAccess(peer);
+  (void)cudaGetLastError();
+  return error;
+}
+
+int current_device() {
+  int device = -1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+std::vector<std::string> nonempty_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+  return lines;
+}
+
+void check_record_shape(const PeerAccessState& state, int count, const char* which) {
+  INFO(which << " returned a record of " << state.enabled.size() << " rows for " << count << " GPUs");
+  REQUIRE(state.enabled.size() == static_cast<std::size_t>(count));
+  for (int d = 0; d < count; ++d) {
+    INFO("row " << d);
+    REQUIRE(state.enabled[d].size() == static_cast<std::size_t>(count));
+    CHECK_FALSE(state.enabled[d][d]);
+  }
+}
+
+// ---- copying ----
+
+constexpr std::size_t kGuardBytes = 64;          // poisoned bytes after the end, which no copy may touch
+constexpr std::size_t kSmallChunk = 4096;        // many chunks from small sizes
+const std::vector<std::size_t> kSmallChunkSizes = {0, 1, kSmallChunk - 1, kSmallChunk, kSmallChunk + 1,
+                                                   2 * kSmallChunk, 5 * kSmallChunk + 77};
+const std::size_t kDefaultChunk = CopyOptions{}.chunk_bytes;
+const std::vector<std::size_t> kDefaultChunkSizes = {2 * kDefaultChunk + 12345};  // two full chunks and a tail
+
+// Copies random bytes src -> dst for each size and checks the bytes, the guard zone and the path.
+void check_copies(int src_device, int dst_device, const PeerAccessState& state, const CopyOptions& options,
+                  const std::vector<std::size_t>& sizes, CopyPath expected_path, std::uint64_t seed) {
+  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const std::vector<std::uint8_t> input = course::random_bytes(largest, seed);
+  const course::DeviceBuffer<std::uint8_t> src(src_device, std::max<std::size_t>(largest, 1));
+  const course::DeviceBuffer<std::uint8_t> dst(dst_device, largest + kGuardBytes);
+  if (largest > 0) CUDA_CHECK(cudaMemcpy(src.data(), input.data(), largest, cudaMemcpyHostToDevice));
+  std::vector<std::uint8_t> got(largest + kGuardBytes);
+  for (std::size_t bytes : sizes) {
+    {
+      course::DeviceGuard on_destination(dst_device);
+      course::poison_device(dst.data(), dst.bytes());
+    }
+    INFO("copy of " << bytes << " bytes from GPU " << src_device << " to GPU " << dst_device << ", chunks of "
+                    << options.chunk_bytes << (options.force_staged ? ", staged path forced" : "")
+                    << (options.staging ? ", caller's staging buffer" : ", no staging buffer given"));
+    const CopyPath path =
+        copy_between_devices(dst.data(), dst_device, src.data(), src_device, bytes, state, options);
+    CHECK(std::string(to_string(path)) == to_string(expected_path));
+    CUDA_CHECK(cudaMemcpy(got.data(), dst.data(), bytes + kGuardBytes, cudaMemcpyDeviceToHost));
+    const course::Comparison comparison = course::compare_exact(got.data(), input.data(), bytes);
+    INFO("the bytes that arrived: " << comparison.describe());
+    CHECK(comparison.ok());
+    const auto written_after_end = std::count_if(got.begin() + static_cast<std::ptrdiff_t>(bytes),
+                                                 got.begin() + static_cast<std::ptrdiff_t>(bytes + kGuardBytes),
+                                                 [](std::uint8_t b) { return b != course::kPoisonByte; });
+    INFO(written_after_end << " of the " << kGuardBytes << " bytes after the end were written");
+    CHECK(written_after_end == 0);
+  }
+}
+
+constexpr auto kCopyLimit = std::chrono::seconds(120);
+constexpr const char* kCopyHint =
+    "a host loop (cudaEventQuery, cudaStreamQuery) waits for work that was never enqueued, or for a stream "
+    "of the other device; wait with cudaStreamWaitEvent and synchronize the destination's stream once at the end";
+
+// ---- measuring ----
+
+constexpr std::size_t kLargeCopy = std::size_t{256} << 20;  // 256 MiB: long enough for the link's full speed
+// PCIe Gen5 x16 carries at most ~64 GB/s per direction: a peer copy faster than this runs over
+// NVLink (or a similar fabric), where the ratios below have wide margins.
+constexpr double kFastLinkGigabytesPerSecond = 100;
+
+double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
+  const course::DeviceBuffer<std::uint8_t> src(src_device, bytes);
+  const course::DeviceBuffer<std::uint8_t> dst(dst_device, bytes);
+  const course::Stream stream(src_device);
+  const course::Timing timing = course::measure(
+      src_device, stream,
+      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2,
+      10);
+  return course::gigabytes_per_second(static_cast<double>(bytes), timing.median_ms);
+}
+
+// SKIPs unless a and b reach each other over a link faster than PCIe; leaves peer access on.
+void require_fast_link(int a, int b) {
+  if (!runtime_can_access(a, b) || !runtime_can_access(b, a))
+    SKIP("needs 2 GPUs with peer access between them; GPU " << a << " and GPU " << b
+                                                          << " cannot access each other's memory");
+  set_peer_access_by_runtime(true);
+  const double gbps = reference_one_way(a, b, kLargeCopy);
+  if (gbps < kFastLinkGigabytesPerSecond)
+    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than " << kFastLinkGigabytesPerSecond
+                                                                       << " GB/s, more than PCIe carries); GPU " << a
+                                                                       << " -> GPU " << b << " runs at " << gbps
+                                                                       << " GB/s");
+}
+
+void check_consistent(const Measurement& m, double bytes_per_operation, int repeats, const char* what) {
+  INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats
+            << " repeats, " << m.gigabytes_per_second << " GB/s for " << bytes_per_operation << " bytes");
+  CHECK(m.repeats == repeats);
+  CHECK(m.median_ms > 0);
+  CHECK(m.min_ms > 0);
+  CHECK(m.min_ms <= m.median_ms);
+  // GB = 10^9 bytes, from the median: GiB (2^30) would be 7% off.
+  CHECK_THAT(m.gigabytes_per_second,
+             Catch::Matchers::WithinRel(course::gigabytes_per_second(bytes_per_operation, m.median_ms), 1e-6));
+}
+
+constexpr auto kMeasureLimit = std::chrono::seconds(300);
+constexpr const char* kMeasureHint =
+    "the timed work waits on the host for something that is never enqueued; in measure_both_ways, record each "
+    "event before the other stream waits for it (fork, then join)";
+
+}  // namespace
+
+// ---- Task 1 ---------------------------------------------------------------------------------
+
+TEST_CASE("the peer matrix has a row and a column per device and nothing on its diagonal",
+          "[03-peer-access][task:1][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const PeerMatrix matrix = query_peer_matrix();
+  CHECK(matrix.device_count == count);
+  REQUIRE(matrix.links.size() == static_cast<std::size_t>(count));
+  for (int d = 0; d < count; ++d) {
+    INFO("row " << d);
+    REQUIRE(matrix.links[d].size() == static_cast<std::size_t>(count));
+    const PeerLink& self = matrix.links[d][d];
+    CHECK_FALSE(self.can_access);
+    CHECK_FALSE(self.access_supported);
+    CHECK_FALSE(self.native_atomics);
+    CHECK(self.performance_rank == 0);
+  }
+}
+
+TEST_CASE("every entry of the peer matrix matches what the runtime says", "[03-peer-access][task:1][gpus:2][points:2]") {
+  const int count = require_gpus(2);
+  const PeerMatrix matrix = query_peer_matrix();
+  REQUIRE(matrix.links.size() == static_cast<std::size_t>(count));
+  for (int from = 0; from < count; ++from) {
+    REQUIRE(matrix.links[from].size() == static_cast<std::size_t>(count));
+    for (int to = 0; to < count; ++to) {
+      if (from == to) continue;
+      int rank = 0, access = 0, atomics = 0;
+      CUDA_CHECK(cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, from, to));
+      CUDA_CHECK(cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, from, to));
+      CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, from, to));
+      const PeerLink& link = matrix.links[from][to];
+      INFO("link GPU " << from << " -> GPU " << to);
+      CHECK(link.can_access == runtime_can_access(from, to));
+      CHECK(link.performance_rank == rank);
+      CHECK(link.access_supported == (access != 0));
+      CHECK(link.native_atomics == (atomics != 0));
+    }
+  }
+}
+
+TEST_CASE("the peer matrix prints like nvidia-smi topo -m with one row per accessing device",
+          "[03-peer-access][task:1][gpus:0][points:1]") {
+  // Made up and deliberately one-sided, so that rows and columns cannot be swapped unnoticed:
+  // GPU0 reaches GPU1 and GPU2, GPU1 reaches only GPU0, GPU2 reaches nobody.
+  PeerMatrix matrix;
+  matrix.device_count = 3;
+  matrix.links.assign(3, std::vector<PeerLink>(3));
+  matrix.links[0][1] = PeerLink{true, 0, true, true};
+  matrix.links[0][2] = PeerLink{true, 2, true, false};
+  matrix.links[1][0] = PeerLink{true, 1, true, true};
+  std::ostringstream out;
+  print_peer_matrix(out, matrix);
+  const auto lines = nonempty_lines(out.str());
+  INFO("printed:\n" << out.str());
+  REQUIRE(lines.size() >= 4);
+  CHECK(words_of(lines[0]) == std::vector<std::string>{"GPU0", "GPU1", "GPU2"});
+  CHECK(words_of(lines[1]) == std::vector<std::string>{"GPU0", "X", "P2P/r0/A", "P2P/r2"});
+  CHECK(words_of(lines[2]) == std::vector<std::string>{"GPU1", "P2P/r1/A", "X", "-"});
+  CHECK(words_of(lines[3]) == std::vector<std::string>{"GPU2", "-", "-", "X"});
+}
+
+// ---- Task 2 ---------------------------------------------------------------------------------
+
+TEST_CASE("the peer-access record has a row and a column per device and nothing on its diagonal",
+          "[03-peer-access][task:2][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const PeerAccessState enabled = enable_peer_access_all();
+  check_record_shape(enabled, count, "enable_peer_access_all()");
+  for (int device = 0; device < count; ++device)
+    for (int peer = 0; peer < count; ++peer)
+      if (device != peer) {
+        INFO("record of GPU " << device << " -> GPU " << peer);
+        CHECK(enabled.enabled[device][peer] == runtime_can_access(device, peer));
+      }
+  const PeerAccessState disabled = disable_peer_access_all();
+  check_record_shape(disabled, count, "disable_peer_access_all()");
+  for (const auto& row : disabled.enabled) CHECK(std::none_of(row.begin(), row.end(), [](bool on) { return on; }));
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("peer access is enabled in both directions for every pair that supports it",
+          "[03-peer-access][task:2][gpus:2][points:2]") {
+  const int count = require_gpus(2);
+  const auto pairs = pairs_with_peer_access(count);
+  if (pairs.empty()) SKIP(kNoPeerPair);
+  set_peer_access_by_runtime(false);
+  (void)enable_peer_access_all();
+  for (const auto& [device, peer] : pairs) {
+    const cudaError_t again = enable_again(device, peer);
+    INFO("after enable_peer_access_all(), enabling GPU " << device << " -> GPU " << peer << " again returned "
+                                                         << cudaGetErrorName(again)
+                                                         << " (cudaSuccess means it was still off)");
+    CHECK(again == cudaErrorPeerAccessAlreadyEnabled);
+  }
+}
+
+TEST_CASE("enabling peer access twice leaves no error behind", "[03-peer-access][task:2][gpus:2][points:2]") {
+  const int count = require_gpus(2);
+  if (pairs_with_peer_access(count).empty()) SKIP(kNoPeerPair);
+  set_peer_access_by_runtime(false);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  (void)enable_peer_access_all();
+  REQUIRE_NOTHROW(enable_peer_access_all());  // the second call finds every pair already enabled
+  const cudaError_t left_behind = cudaGetLastError();
+  INFO("cudaGetLastError() after the second call: " << cudaGetErrorName(left_behind)
+                                                    << "; the \"already enabled\" answer must be cleared, or the next "
+                                                       "unrelated check reports it");
+  CHECK(left_behind == cudaSuccess);
+}
+
+TEST_CASE("disabling peer access turns off every pair and leaves no error behind",
+          "[03-peer-access][task:2][gpus:2][points:1]") {
+  const int count = require_gpus(2);
+  const auto pairs = pairs_with_peer_access(count);
+  if (pairs.empty()) SKIP(kNoPeerPair);
+  set_peer_access_by_runtime(true);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  (void)disable_peer_access_all();
+  REQUIRE_NOTHROW(disable_peer_access_all());  // the second call finds every pair already off
+  const cudaError_t left_behind = cudaGetLastError();
+  INFO("cudaGetLastError() after the second call: " << cudaGetErrorName(left_behind));
+  CHECK(left_behind == cudaSuccess);
+  for (const auto& [device, peer] : pairs) {
+    const cudaError_t again = disable_again(device, peer);
+    INFO("after disable_peer_access_all(), disabling GPU " << device << " -> GPU " << peer << " again returned "
+                                                           << cudaGetErrorName(again));
+    CHECK(again == cudaErrorPeerAccessNotEnabled);
+  }
+}
+
+TEST_CASE("enabling and disabling peer access leave the caller's current device unchanged",
+          "[03-peer-access][task:2][gpus:2][points:1]") {
+  const int count = require_gpus(2);
+  for (int current = 0; current < count; ++current) {
+    INFO("device " << current << " was current");
+    CUDA_CHECK(cudaSetDevice(current));
+    (void)enable_peer_access_all();
+    CHECK(current_device() == current);
+    (void)disable_peer_access_all();
+    CHECK(current_device() == current);
+  }
+  CUDA_CHECK(cudaSetDevice(0));
+}
+
+// ---- Task 3 ---------------------------------------------------------------------------------
+
+TEST_CASE("copy options that cannot work are rejected before any copy starts",
+          "[03-peer-access][task:3][gpus:0][points:1]") {
+  // Runs without a GPU: the options are checked before the first CUDA call.
+  const PeerAccessState none;
+  CopyOptions zero_chunk;
+  zero_chunk.chunk_bytes = 0;
+  CHECK_THROWS_AS(copy_between_devices(nullptr, 1, nullptr, 0, 16, none, zero_chunk), std::invalid_argument);
+  course::PinnedBuffer<std::uint8_t> too_small;  // empty: holds 0 bytes, not two chunks
+  CopyOptions small_staging;
+  small_staging.chunk_bytes = 4096;
+  small_staging.staging = &too_small;
+  CHECK_THROWS_AS(copy_between_devices(nullptr, 1, nullptr, 0, 16, none, small_staging), std::invalid_argument);
+}
+
+TEST_CASE("the path follows the peer-access record and not what the hardware could do",
+          "[03-peer-access][task:3][gpus:0][points:1]") {
+  // Copies of 0 bytes make no CUDA call, so this runs without a GPU: only the decision is checked.
+  PeerAccessState both_on;
+  both_on.enabled = {{false, true}, {true, false}};
+  PeerAccessState one_way;
+  one_way.enabled = {{false, true}, {false, false}};  // GPU0 -> GPU1 only
+  const PeerAccessState none;
+  CopyOptions forced;
+  forced.force_staged = true;
+  const auto path = [](int dst, int src, const PeerAccessState& state, const CopyOptions& options) {
+    return std::string(to_string(copy_between_devices(nullptr, dst, nullptr, src, 0, state, options)));
+  };
+  CHECK(path(1, 0, both_on, {}) == "direct");
+  CHECK(path(0, 1, both_on, {}) == "direct");
+  CHECK(path(1, 0, one_way, {}) == "staged");  // a direct copy needs both directions on
+  CHECK(path(1, 0, none, {}) == "staged");     // peer access off: the silent fallback, made visible
+  CHECK(path(0, 0, none, {}) == "direct");     // a device to itself needs no peer access
+  CHECK(path(1, 0, both_on, forced) == "staged");
+  CHECK(path(0, 0, none, forced) == "staged");
+}
+
+TEST_CASE("a copy from a device to itself is direct and arrives intact", "[03-peer-access][task:3][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const PeerAccessState none;
+  course::testing::run_with_watchdog("copy_between_devices within one device", kCopyLimit, kCopyHint, [&] {
+    for (int d = 0; d < count; ++d) {
+      CopyOptions options;
+      options.chunk_bytes = kSmallChunk;
+      check_copies(d, d, none, options, kSmallChunkSizes, CopyPath::direct, course::testing::case_seed(300 + d));
+      check_copies(d, d, none, {}, kDefaultChunkSizes, CopyPath::direct, course::testing::case_seed(310 + d));
+    }
+  });
+}
+
+TEST_CASE("a forced staged copy arrives intact for every ordered pair including a device to itself",
+          "[03-peer-access][task:3][gpus:1][points:2]") {
+  const int count = require_gpus(1);
+  const PeerAccessState state = set_peer_access_by_runtime(true);  // forced: staged even where direct works
+  course::PinnedBuffer<std::uint8_t> staging(2 * kSmallChunk);
+  course::testing::run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
+    for (int src = 0; src < count; ++src) {
+      for (int dst = 0; dst < count; ++dst) {
+        CopyOptions small;  // many short chunks, through the caller's staging memory
+        small.force_staged = true;
+        small.chunk_bytes = kSmallChunk;
+        small.staging = &staging;
+        const std::uint64_t salt = 320 + static_cast<std::uint64_t>(src * count + dst);
+        check_copies(src, dst, state, small, kSmallChunkSizes, CopyPath::staged, course::testing::case_seed(salt));
+        CopyOptions large;  // full-size chunks, staging memory of the copy's own
+        large.force_staged = true;
+        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged,
+                     course::testing::case_seed(salt + 1000));
+      }
+    }
+  });
+}
+
+TEST_CASE("with peer access on copies between devices are direct and arrive intact",
+          "[03-peer-access][task:3][gpus:2][points:2]") {
+  const int count = require_gpus(2);
+  const auto pairs = pairs_with_peer_access(count);
+  if (pairs.empty()) SKIP(kNoPeerPair);
+  const PeerAccessState state = set_peer_access_by_runtime(true);
+  course::testing::run_with_watchdog("the direct copy_between_devices", kCopyLimit, kCopyHint, [&] {
+    for (const auto& [src, dst] : pairs) {
+      CopyOptions options;
+      options.chunk_bytes = kSmallChunk;
+      const std::uint64_t salt = 400 + static_cast<std::uint64_t>(src * count + dst);
+      check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::direct, course::testing::case_seed(salt));
+      check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::direct, course::testing::case_seed(salt + 1000));
+    }
+  });
+}
+
+TEST_CASE("with peer access off copies between devices are staged and arrive intact",
+          "[03-peer-access][task:3][gpus:2][points:2]") {
+  const int count = require_gpus(2);
+  // Off everywhere: cudaMemcpyPeer would still "work" here, silently through the host; the reported
+  // path must say so.
+  const PeerAccessState state = set_peer_access_by_runtime(false);
+  course::testing::run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
+    for (int src = 0; src < count; ++src) {
+      for (int dst = 0; dst < count; ++dst) {
+        if (src == dst) continue;
+        CopyOptions options;
+        options.chunk_bytes = kSmallChunk;
+        const std::uint64_t salt = 500 + static_cast<std::uint64_t>(src * count + dst);
+        check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::staged, course::testing::case_seed(salt));
+        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged,
+                     course::testing::case_seed(salt + 1000));
+      }
+    }
+  });
+}
+
+// ---- Task 4 ---------------------------------------------------------------------------------
+
+namespace {
+
+const std::vector<std::size_t> kKernelSizes = {0, 1, 1000, (std::size_t{1} << 20) + 3};
+
+// Runs add_peer_buffer on device a with `remote` on device b and checks every element.
+void check_add(int a, int b, std::uint64_t seed) {
+  const std::size_t largest = *std::max_element(kKernelSizes.begin(), kKernelSizes.end());
+  const std::vector<float> local = course::random_small_integers(largest, seed);
+  const std::vector<float> remote = course::random_small_integers(largest, seed + 1);
+  std::vector<float> expected(largest);
+  for (std::size_t i = 0; i < largest; ++i) expected[i] = local[i] + remote[i];  // exact: small integers
+
+  const course::DeviceBuffer<float> local_a(a, largest), out_a(a, largest);
+  const course::DeviceBuffer<float> remote_b(b, largest);
+  CUDA_CHECK(cudaMemcpy(local_a.data(), local.data(), largest * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(remote_b.data(), remote.data(), largest * sizeof(float), cudaMemcpyHostToDevice));
+  std::vector<float> got(largest);
+  for (std::size_t n : kKernelSizes) {
+    {
+      course::DeviceGuard on_a(a);
+      course::poison_device(out_a.data(), out_a.bytes());
+    }
+    const int caller_device = b;  // the caller's current device is not a: the function must switch
+    CUDA_CHECK(cudaSetDevice(caller_device));
+    add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n);
+    INFO("add_peer_buffer on GPU " << a << " reading GPU " << b << ", n = " << n);
+    CHECK(current_device() == caller_device);
+    CUDA_CHECK(cudaMemcpy(got.data(), out_a.data(), largest * sizeof(float), cudaMemcpyDeviceToHost));
+    const course::Comparison sum = course::compare_exact(got.data(), expected.data(), n);
+    INFO("out[0, n): " << sum.describe());
+    CHECK(sum.ok());
+    const auto written_after_n =
+        std::count_if(got.begin() + static_cast<std::ptrdiff_t>(n), got.end(), [](float v) { return !std::isnan(v); });
+    INFO(written_after_n << " elements at or after n were written (they must stay poisoned)");
+    CHECK(written_after_n == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a kernel adds a buffer of its own device", "[03-peer-access][task:4][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  for (int d = 0; d < count; ++d) check_add(d, d, course::testing::case_seed(600 + d));
+  CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE("a kernel on one device adds a buffer that lives on another device",
+          "[03-peer-access][task:4][gpus:2][points:3]") {
+  const int count = require_gpus(2);
+  const auto pairs = pairs_with_peer_access(count);
+  if (pairs.empty()) SKIP(kNoPeerPair);
+  for (int a = 0; a < count; ++a)
+    for (int b = 0; b < count; ++b)
+      if (a != b && !(runtime_can_access(a, b) && runtime_can_access(b, a)))
+        WARN("pair GPU " << a << " -> GPU " << b << " not checked: cudaDeviceCanAccessPeer says no");
+  // On before any kernel runs: a kernel that reads unmapped peer memory would end the CUDA context.
+  set_peer_access_by_runtime(true);
+  for (const auto& [a, b] : pairs) check_add(a, b, course::testing::case_seed(700 + static_cast<std::uint64_t>(a * count + b)));
+  CUDA_CHECK(cudaSetDevice(0));
+}
+
+// ---- Task 5 ---------------------------------------------------------------------------------
+
+TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of the repeats",
+          "[03-peer-access][task:5][gpus:1][points:1]") {
+  require_gpus(1);
+  const MeasureOptions options{1, 5};
+  const std::size_t bytes = std::size_t{64} << 20;
+  course::testing::run_with_watchdog("the task 5 measurements on GPU 0", kMeasureLimit, kMeasureHint, [&] {
+    const Measurement one_way = measure_one_way(0, 0, bytes, options);
+    check_consistent(one_way, static_cast<double>(bytes), options.repeats, "measure_one_way(0, 0)");
+    check_consistent(measure_both_ways(0, 0, bytes, options), 2.0 * static_cast<double>(bytes), options.repeats,
+                     "measure_both_ways(0, 0): one operation moves 2 * bytes");
+    check_consistent(measure_staged(0, 0, bytes, true, std::size_t{4} << 20, options), static_cast<double>(bytes),
+                     options.repeats, "measure_staged(0, 0, overlapped)");
+    check_consistent(measure_staged(0, 0, bytes, false, std::size_t{4} << 20, options), static_cast<double>(bytes),
+                     options.repeats, "measure_staged(0, 0, serial)");
+    const Measurement latency = measure_latency(0, 0, options);
+    check_consistent(latency, static_cast<double>(kLatencyBytes), options.repeats, "measure_latency(0, 0), per copy");
+    INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes
+              << "-byte one " << one_way.median_ms * 1e3 << " us");
+    CHECK(latency.median_ms < one_way.median_ms);
+  });
+}
+
+TEST_CASE("the one-way bandwidth agrees with a reference measurement of the same copy",
+          "[03-peer-access][task:5][gpus:2][points:1]") {
+  require_gpus(2);
+  set_peer_access_by_runtime(true);  // where the hardware allows; the agreement must hold either way
+  const std::size_t bytes = std::size_t{64} << 20;
+  course::testing::run_with_watchdog("measure_one_way between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
+    for (const auto& [src, dst] : {Pair{0, 1}, Pair{1, 0}}) {
+      const double reference = reference_one_way(src, dst, bytes);
+      const Measurement m = measure_one_way(src, dst, bytes);
+      INFO("GPU " << src << " -> GPU " << dst << ": measure_one_way says " << m.gigabytes_per_second
+                  << " GB/s, the test's own measurement " << reference << " GB/s");
+      CHECK(m.gigabytes_per_second > 0.5 * reference);
+      CHECK(m.gigabytes_per_second < 2.0 * reference);
+    }
+  });
+}
+
+TEST_CASE("with peer access off the same copy runs more than 3x slower through the host",
+          "[03-peer-access][task:5][gpus:2][points:1]") {
+  require_gpus(2);
+  require_fast_link(0, 1);
+  course::testing::run_with_watchdog("measure_one_way with peer access on and off", kMeasureLimit, kMeasureHint, [&] {
+    set_peer_access_by_runtime(true);
+    const Measurement on = measure_one_way(0, 1, kLargeCopy);
+    set_peer_access_by_runtime(false);
+    const Measurement off = measure_one_way(0, 1, kLargeCopy);
+    set_peer_access_by_runtime(true);
+    INFO("GPU 0 -> GPU 1, " << kLargeCopy << " bytes: " << on.gigabytes_per_second << " GB/s with peer access on, "
+                            << off.gigabytes_per_second << " GB/s with it off");
+    CHECK(on.gigabytes_per_second > 3 * off.gigabytes_per_second);
+  });
+}
+
+TEST_CASE("both directions at once move more than 1.3x the bytes of one direction",
+          "[03-peer-access][task:5][gpus:2][points:1]") {
+  require_gpus(2);
+  require_fast_link(0, 1);
+  course::testing::run_with_watchdog("measure_both_ways between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
+    const Measurement one = measure_one_way(0, 1, kLargeCopy);
+    const Measurement both = measure_both_ways(0, 1, kLargeCopy);
+    INFO("one way " << one.gigabytes_per_second << " GB/s, both ways " << both.gigabytes_per_second
+                    << " GB/s in total; links are full duplex, so both ways should approach twice one way");
+    CHECK(both.gigabytes_per_second > 1.3 * one.gigabytes_per_second);
+  });
+}
+
+TEST_CASE("the overlapped staged copy beats the serial one by more than 1.2x",
+          "[03-peer-access][task:5][gpus:2][points:1]") {
+  require_gpus(2);
+  const std::size_t chunk = CopyOptions{}.chunk_bytes;
+  course::testing::run_with_watchdog("measure_staged between GPU 0 and GPU 1", kMeasureLimit, kCopyHint, [&] {
+    const Measurement serial = measure_staged(0, 1, kLargeCopy, false, chunk);
+    const Measurement overlapped = measure_staged(0, 1, kLargeCopy, true, chunk);
+    INFO("GPU 0 -> GPU 1 through pinned host memory, " << kLargeCopy << " bytes in chunks of " << chunk
+                                                       << ": serial " << serial.gigabytes_per_second
+                                                       << " GB/s, overlapped " << overlapped.gigabytes_per_second
+                                                       << " GB/s (ideally close to 2x: the two halves run at once)");
+    CHECK(overlapped.gigabytes_per_second > 1.2 * serial.gigabytes_per_second);
+  });
+}
