@@ -389,7 +389,9 @@ TEST_CASE("a device count the machine does not have is an error", "[02-set-devic
   // Runs on any machine: with no GPU, allocating on device 0 already fails.
   const int count = course::testing::gpu_count();
   BackToDeviceZero reset;
-  if (count > 0) CUDA_CHECK(cudaSetDevice(count - 1));
+  // Device 0 current: a loop that switches devices and then throws without restoring leaves
+  // the last device it reached (count - 1) current instead.
+  if (count > 0) CUDA_CHECK(cudaSetDevice(0));
   CHECK_THROWS_AS(allocate_slices(16, 0), std::invalid_argument);
   CHECK_THROWS_AS(allocate_slices(16, -1), std::invalid_argument);
   {
@@ -399,8 +401,8 @@ TEST_CASE("a device count the machine does not have is an error", "[02-set-devic
   }
   (void)cudaGetLastError();
   if (count > 0) {
-    INFO("device " << count - 1 << " was current before the failed call");
-    CHECK(current_device() == count - 1);
+    INFO("device 0 was current before the failed call: restore the caller's device also when a call throws");
+    CHECK(current_device() == 0);
   }
 }
 

@@ -68,10 +68,16 @@ void scale_a_spread_buffer(int count) {
   std::vector<lesson02::Slice> output = lesson02::allocate_slices(n, count);
   std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) - 500.0f;
-  for (const lesson02::Slice& slice : input) {
-    std::printf("  slice %d: elements [%zu, %zu) on GPU %d\n", slice.device, slice.range.begin, slice.range.end,
-                slice.device);
-    if (slice.range.empty()) continue;
+  for (std::size_t k = 0; k < input.size(); ++k) {
+    const lesson02::Slice& slice = input[k];
+    if (slice.range.empty()) {
+      std::printf("  slice %zu: empty\n", k);
+      continue;
+    }
+    cudaPointerAttributes where{};
+    CUDA_CHECK(cudaPointerGetAttributes(&where, slice.data));  // where the memory really is
+    std::printf("  slice %zu: elements [%zu, %zu) in the memory of GPU %d\n", k, slice.range.begin, slice.range.end,
+                where.device);
     course::DeviceGuard on(slice.device);
     CUDA_CHECK(cudaMemcpy(slice.data, host.data() + slice.range.begin, slice.range.size() * sizeof(float),
                           cudaMemcpyHostToDevice));

@@ -27,8 +27,10 @@ std::vector<Slice> allocate_slices(std::size_t n, int device_count) {
   // std::invalid_argument when device_count < 1). Remember the caller's device (cudaGetDevice).
   // For each device d: make d current (cudaSetDevice), because cudaMalloc allocates on the current
   // device; cudaMalloc range.size() floats (nothing for an empty range: data stays nullptr) and
-  // record {d, data, range}. Finally make the caller's device current again. If a call throws
-  // halfway, free what you had allocated before letting the exception go on.
+  // record {d, data, range}. Finally make the caller's device current again. Wrap every CUDA call
+  // in CUDA_CHECK (common/check.h): cudaSetDevice(d) for a device that does not exist then throws
+  // course::ApiError, as the contract asks. If a call throws halfway, free what you had allocated
+  // and give the caller its device back before letting the exception go on.
   (void)n;
   (void)device_count;
   NOT_IMPLEMENTED("task 1");
@@ -63,12 +65,14 @@ void scale_slices(const std::vector<Slice>& input, const std::vector<Slice>& out
 }
 
 void run_one_thread_per_device(int device_count, const DeviceWork& work) {
-  // TODO(task 3): start one std::thread per device. In worker d: cudaSetDevice(d) first (a new
-  // thread starts on device 0, not on its parent's device), create a stream, call work(d, stream),
-  // wait for the stream, destroy it. An exception must not leave a thread (std::terminate): catch
-  // everything in the worker and keep it in a std::vector<std::exception_ptr> slot of its own
-  // (std::current_exception()). After joining EVERY worker, rethrow the first one that is set
-  // (std::rethrow_exception).
+  // TODO(task 3): start one std::thread per device (give it d by value, not a reference to the loop
+  // variable). In worker d: cudaSetDevice(d) first (a new thread starts on device 0, not on its
+  // parent's device), create a stream, call work(d, stream), wait for the stream, destroy it. Start
+  // EVERY worker before joining any: joining each right after its start serializes the devices.
+  // An exception must not leave a thread (std::terminate): catch everything in the worker and keep
+  // it in its own slot of a std::vector<std::exception_ptr> sized before the threads start
+  // (std::current_exception()). After joining EVERY worker, rethrow the lowest-numbered one that is
+  // set (std::rethrow_exception).
   (void)device_count;
   (void)work;
   NOT_IMPLEMENTED("task 3");
