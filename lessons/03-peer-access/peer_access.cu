@@ -69,8 +69,10 @@ PeerAccessState disable_peer_access_all() {
 //    allocate), a stream on the source device for device-to-host copies and one on the destination
 //    device for host-to-device copies, and events to order them: chunk k's host-to-device copy waits
 //    for its device-to-host copy (cudaStreamWaitEvent works across devices), and slot k % 2 may only
-//    be refilled once chunk k-2 has left it. The last chunk is usually shorter. Never stage through
-//    pageable memory (std::vector): copies from and to it are neither asynchronous nor fast.
+//    be refilled once chunk k-2 has left it. An event is recorded on a stream of its own device:
+//    "filled" events on the source device, "drained" ones on the destination. The last chunk is
+//    usually shorter. Never stage through pageable memory (std::vector): copies from and to it are
+//    neither asynchronous nor fast.
 // Check the options first (std::invalid_argument), and return the path taken. Helpers go here too.
 CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes,
                               const PeerAccessState& peer_access, const CopyOptions& options) {
@@ -89,8 +91,9 @@ CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int sr
 // TODO(task 4): write a __global__ kernel here that computes out[i] = local[i] + remote[i] for
 // i < n (a grid-stride loop, or enough blocks to cover n: round the block count UP), then launch it
 // below on device `a` (make it current with a course::DeviceGuard), check the launch with
-// CUDA_CHECK_LAUNCH() and wait for it. `remote` lives on device b: the kernel dereferences it like
-// any pointer, which works because peer access a -> b is on (the caller's job, not yours).
+// CUDA_CHECK_LAUNCH() and wait for it. n may be 0: launch nothing then (0 blocks is an error).
+// `remote` lives on device b: the kernel dereferences it like any pointer, which works because
+// peer access a -> b is on (the caller's job, not yours).
 void add_peer_buffer(int a, float* out, const float* local, int b, const float* remote, std::size_t n) {
   (void)a;
   (void)out;
@@ -104,8 +107,9 @@ void add_peer_buffer(int a, float* out, const float* local, int b, const float* 
 // ---- Task 5 -------------------------------------------------------------------------------------
 
 // TODO(task 5): allocate a course::DeviceBuffer on each side, make a course::Stream on the source
-// device and time one cudaMemcpyPeerAsync with course::measure(device, stream, work, warmup,
-// repeats) (common/timer.h: events, warm-up, median). Turn the course::Timing into a Measurement
+// device and time one cudaMemcpyPeerAsync with course::measure(device, stream, work,
+// options.warmup, options.repeats) (common/timer.h: events, warm-up, median; its own defaults
+// differ, and the tests check Measurement::repeats). Turn the course::Timing into a Measurement
 // with course::gigabytes_per_second (GB = 10^9 bytes). A helper for that conversion can go here.
 Measurement measure_one_way(int src_device, int dst_device, std::size_t bytes, const MeasureOptions& options) {
   (void)src_device;
