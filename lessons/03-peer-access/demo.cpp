@@ -20,6 +20,7 @@
 
 #include "common/buffers.h"
 #include "common/check.h"
+#include "common/device_guard.h"
 #include "peer_access.h"
 
 namespace {
@@ -41,8 +42,13 @@ void demo_copy(const std::string& label, int src, int dst, std::size_t bytes, co
   for (std::size_t i = 0; i < bytes; ++i) pattern[i] = static_cast<std::uint8_t>(i * 131 + 7);
   const course::DeviceBuffer<std::uint8_t> from(src, bytes), to(dst, bytes);
   CUDA_CHECK(cudaMemcpy(from.data(), pattern.data(), bytes, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(to.data(), 0, bytes));
-  CUDA_CHECK(cudaDeviceSynchronize());
+  {
+    // cudaMemset works on the current device's memory: with peer access off, setting another
+    // GPU's memory from here fails with cudaErrorInvalidValue.
+    const course::DeviceGuard on_destination(dst);
+    CUDA_CHECK(cudaMemset(to.data(), 0, bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
   const auto begin = std::chrono::steady_clock::now();
   const lesson03::CopyPath path = lesson03::copy_between_devices(to.data(), dst, from.data(), src, bytes, state, options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
@@ -88,7 +94,12 @@ int main() {
     forced.force_staged = true;
     demo_copy("staged, forced", src, dst, bytes, on, forced);
     const lesson03::PeerAccessState off = lesson03::disable_peer_access_all();
-    demo_copy("peer access off", src, dst, bytes, off, {});
+    try {
+      demo_copy("peer access off", src, dst, bytes, off, {});
+    } catch (...) {
+      on = lesson03::enable_peer_access_all();  // task 4 below reads peer memory: turn it back on first
+      throw;
+    }
     on = lesson03::enable_peer_access_all();
   });
 
