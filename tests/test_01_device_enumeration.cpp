@@ -19,6 +19,8 @@
 #include "device_enumeration.h"
 
 using namespace lesson01;
+using course::testing::current_device;
+using course::testing::nonempty_lines;
 using course::testing::require_gpus;
 
 namespace {
@@ -157,7 +159,6 @@ TEST_CASE("free memory is read from the device it describes", "[01-device-enumer
     const double difference = static_cast<double>(info.free_memory) - static_cast<double>(free_bytes);
     CHECK(std::abs(difference) < 0.05 * static_cast<double>(total_bytes));
   }
-  CUDA_CHECK(cudaSetDevice(0));
 }
 
 TEST_CASE("describing a device leaves the caller's current device unchanged",
@@ -167,13 +168,11 @@ TEST_CASE("describing a device leaves the caller's current device unchanged",
     for (int described = 0; described < count; ++described) {
       CUDA_CHECK(cudaSetDevice(current));
       (void)describe_device(described);
-      int after = -1;
-      CUDA_CHECK(cudaGetDevice(&after));
+      const int after = current_device();
       INFO("device " << current << " was current; describe_device(" << described << ") left device " << after);
       CHECK(after == current);
     }
   }
-  CUDA_CHECK(cudaSetDevice(0));
 }
 
 TEST_CASE("describing a device that does not exist throws course::ApiError",
@@ -252,18 +251,6 @@ TEST_CASE("the runtime ordinals follow CUDA_VISIBLE_DEVICES", "[01-device-enumer
 
 // ---- Task 4 ---------------------------------------------------------------------------------
 
-namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
-}  // namespace
-
 TEST_CASE("the device table shows every field of made-up devices", "[01-device-enumeration][task:4][gpus:0][points:1]") {
   DeviceInfo a{0, "Imaginary GPU A", 9, 0, 141'000'000'000ull, 1'500'000'000ull, 132, "0000:19:00.0",
                "GPU-00112233-4455-6677-8899-aabbccddeeff"};
@@ -271,7 +258,7 @@ TEST_CASE("the device table shows every field of made-up devices", "[01-device-e
                "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
   std::ostringstream out;
   print_device_table(out, {a, b});
-  const auto lines = lines_of(out.str());
+  const auto lines = nonempty_lines(out.str());
   INFO("the table:\n" << out.str());
   REQUIRE(lines.size() == 3);
   for (const auto& [line, expected] : std::vector<std::pair<std::string, std::vector<std::string>>>{
@@ -290,7 +277,7 @@ TEST_CASE("the device table has one line per real device", "[01-device-enumerati
   for (int d = 0; d < count; ++d) devices.push_back(describe_device(d));
   std::ostringstream out;
   print_device_table(out, devices);
-  const auto lines = lines_of(out.str());
+  const auto lines = nonempty_lines(out.str());
   INFO("the table:\n" << out.str());
   REQUIRE(lines.size() == static_cast<std::size_t>(count) + 1);
   for (int d = 0; d < count; ++d) {

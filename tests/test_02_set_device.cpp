@@ -37,23 +37,10 @@
 using namespace lesson02;
 using namespace std::chrono_literals;
 using course::testing::require_gpus;
+using course::testing::current_device;
 using course::testing::run_with_watchdog;
 
 namespace {
-
-int current_device() {
-  int device = -1;
-  CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
-
-// Puts device 0 back when a case ends, however it ends.
-struct BackToDeviceZero {
-  BackToDeviceZero() = default;
-  BackToDeviceZero(const BackToDeviceZero&) = delete;
-  BackToDeviceZero& operator=(const BackToDeviceZero&) = delete;
-  ~BackToDeviceZero() { (void)cudaSetDevice(0); }
-};
 
 // Sizes for k devices that always include the edges: 0, 1, fewer than k, not divisible by k, large.
 std::vector<std::size_t> sizes_for(int k) {
@@ -213,7 +200,6 @@ double median_host_ms(const std::function<void()>& run) {
 // each with the sum of single-device runs (the spin on one device only) of the same function.
 void check_devices_overlap(Runner run, const std::string& what, const std::string& serial_hint) {
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   std::vector<double> alone_ms(count), together_ms(count + 1);
   run_with_watchdog(what + " with the spin kernel", 90s,
                     "a stream synchronize or a join never returned: is every stream waited on once, and every thread "
@@ -247,7 +233,6 @@ void check_devices_overlap(Runner run, const std::string& what, const std::strin
 
 void check_scaling(Runner run, const std::string& what, std::uint64_t salt) {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   const std::uint64_t seed = course::testing::case_seed(salt);
   for (int k = 1; k <= count; ++k) {
     for (const std::size_t n : sizes_for(k)) {
@@ -276,7 +261,6 @@ void check_scaling(Runner run, const std::string& what, std::uint64_t salt) {
 
 TEST_CASE("the slices tile the buffer in balanced ranges one per device", "[02-set-device][task:1][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   for (int k = 1; k <= count; ++k) {
     for (const std::size_t n : sizes_for(k)) {
       INFO(n << " elements over " << k << " GPU(s)");
@@ -311,7 +295,6 @@ TEST_CASE("the slices tile the buffer in balanced ranges one per device", "[02-s
 
 TEST_CASE("each slice is allocated on its own device whatever device the caller has current", "[02-set-device][task:1][gpus:2][points:2]") {
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   // The last device current first: code that forgets cudaSetDevice puts every slice there, and code
   // that leaves device 0 current afterwards is caught. Then device 0, for code that leaves the last one.
   for (const int caller : {count - 1, 0}) {
@@ -349,7 +332,6 @@ TEST_CASE("each slice is allocated on its own device whatever device the caller 
 
 TEST_CASE("freeing the slices gives every device its memory back", "[02-set-device][task:1][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   constexpr std::size_t kFloatsPerDevice = std::size_t{64} << 20;  // 256 MiB on each device
   constexpr double kSliceMiB = kFloatsPerDevice * sizeof(float) / double(1 << 20);
   const auto free_mib = [count] {
@@ -388,7 +370,6 @@ TEST_CASE("freeing the slices gives every device its memory back", "[02-set-devi
 TEST_CASE("a device count the machine does not have is an error", "[02-set-device][task:1][gpus:0][points:1]") {
   // Runs on any machine: with no GPU, allocating on device 0 already fails.
   const int count = course::testing::gpu_count();
-  BackToDeviceZero reset;
   // Device 0 current: a loop that switches devices and then throws without restoring leaves
   // the last device it reached (count - 1) current instead.
   if (count > 0) CUDA_CHECK(cudaSetDevice(0));
@@ -411,7 +392,6 @@ TEST_CASE("a device count the machine does not have is an error", "[02-set-devic
 TEST_CASE("the launch callback runs once per device with that device current and a stream of its own",
           "[02-set-device][task:2][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   for (int k = 0; k <= count; ++k) {
     INFO("run_on_all_devices(" << k << ", ...) with device " << count - 1 << " current before the call");
     CUDA_CHECK(cudaSetDevice(count - 1));
@@ -443,7 +423,6 @@ TEST_CASE("the launch callback runs once per device with that device current and
 
 TEST_CASE("scaling every slice matches the CPU reference for every GPU count", "[02-set-device][task:2][gpus:1][points:2]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   const std::uint64_t seed = course::testing::case_seed(201);
   for (int k = 1; k <= count; ++k) {
     for (const std::size_t n : sizes_for(k)) {
@@ -473,7 +452,6 @@ TEST_CASE("all devices run at the same time instead of one after another", "[02-
 
 TEST_CASE("each worker thread makes its own device current", "[02-set-device][task:3][gpus:2][points:2]") {
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   // The parent's device is the last one. A worker does not inherit it: it starts on device 0.
   CUDA_CHECK(cudaSetDevice(count - 1));
   const std::thread::id parent = std::this_thread::get_id();
@@ -521,7 +499,6 @@ TEST_CASE("each worker thread makes its own device current", "[02-set-device][ta
 TEST_CASE("an exception in a worker reaches the caller after every worker has finished",
           "[02-set-device][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   for (int k = 1; k <= count; ++k) {
     INFO(k << " worker(s): the worker for device 0 throws at once, the others finish after 50 ms");
     std::atomic<int> finished{0};
@@ -570,7 +547,6 @@ TEST_CASE("a guard makes its device current and restores the previous one when i
   STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<ScopedDevice>);
   STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<ScopedDevice>);
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   for (int from = 0; from < count; ++from) {
     for (int to = 0; to < count; ++to) {
       INFO("device " << from << " current, then a ScopedDevice(" << to << ")");
@@ -590,7 +566,6 @@ TEST_CASE("a guard makes its device current and restores the previous one when i
 TEST_CASE("a guard restores the previous device when an exception leaves its scope",
           "[02-set-device][task:4][gpus:2][points:1]") {
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   for (const auto& [from, to] : {std::pair{0, count - 1}, std::pair{count - 1, 0}}) {
     INFO("device " << from << " current, then a ScopedDevice(" << to << ") whose scope an exception leaves");
     CUDA_CHECK(cudaSetDevice(from));
@@ -621,7 +596,6 @@ TEST_CASE("a guard restores the previous device when an exception leaves its sco
 
 TEST_CASE("nested guards restore devices in reverse order", "[02-set-device][task:4][gpus:2][points:1]") {
   const int count = require_gpus(2);
-  BackToDeviceZero reset;
   const int outer = count - 1;
   const int inner = count > 2 ? 1 : 0;
   CUDA_CHECK(cudaSetDevice(0));
@@ -649,7 +623,6 @@ TEST_CASE("nested guards restore devices in reverse order", "[02-set-device][tas
 
 TEST_CASE("a guard to the device that is already current keeps it current", "[02-set-device][task:4][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  BackToDeviceZero reset;
   for (int d = 0; d < count; ++d) {
     INFO("device " << d << " current, then a ScopedDevice(" << d << ")");
     CUDA_CHECK(cudaSetDevice(d));
@@ -666,7 +639,6 @@ TEST_CASE("a guard to a device that does not exist throws course::ApiError and c
           "[02-set-device][task:4][gpus:0][points:1]") {
   // Runs on any machine: with no GPU, every device is one that does not exist.
   const int count = course::testing::gpu_count();
-  BackToDeviceZero reset;
   if (count > 0) CUDA_CHECK(cudaSetDevice(count - 1));
   CHECK_THROWS_AS(ScopedDevice{count}, course::ApiError);
   CHECK_THROWS_AS(ScopedDevice{-1}, course::ApiError);

@@ -30,6 +30,8 @@
 #include "peer_access.h"
 
 using namespace lesson03;
+using course::testing::current_device;
+using course::testing::nonempty_lines;
 using course::testing::require_gpus;
 
 namespace {
@@ -90,25 +92,11 @@ cudaError_t disable_again(int device, int peer) {
   return error;
 }
 
-int current_device() {
-  int device = -1;
-  CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
-
 std::vector<std::string> words_of(const std::string& line) {
   std::istringstream in(line);
   std::vector<std::string> words;
   for (std::string word; in >> word;) words.push_back(word);
   return words;
-}
-
-std::vector<std::string> nonempty_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
-  return lines;
 }
 
 void check_record_shape(const PeerAccessState& state, int count, const char* which) {
@@ -360,7 +348,6 @@ TEST_CASE("enabling and disabling peer access leave the caller's current device 
     (void)disable_peer_access_all();
     CHECK(current_device() == current);
   }
-  CUDA_CHECK(cudaSetDevice(0));
 }
 
 // ---- Task 3 ---------------------------------------------------------------------------------

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../check.h"
 #include "../random.h"
 
 namespace course::testing {
@@ -55,6 +56,20 @@ std::string gpu_inventory() {
         << " SMs, " << bus << '\n';
   }
   return out.str();
+}
+
+int current_device() {
+  int device = -1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+std::vector<std::string> nonempty_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+  return lines;
 }
 
 int require_gpus(int needed) {

@@ -3,7 +3,9 @@
 //
 // What every lesson's tests share: GPU counting that never throws, skips with a reason,
 // the run's seed, a watchdog for calls that can hang, and running this test program again
-// as a child process with another environment (CUDA_VISIBLE_DEVICES, say).
+// as a child process with another environment (CUDA_VISIBLE_DEVICES, say). The main that
+// links this (main.cpp) also makes device 0 current again after every test case, so a case
+// that switches devices never changes where the next one starts.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace course::testing {
 
@@ -19,6 +22,12 @@ int gpu_count();
 
 // A table of the machine's GPUs, printed once at the start of every test program.
 std::string gpu_inventory();
+
+// The calling thread's current device (CUDA_CHECK on cudaGetDevice).
+int current_device();
+
+// The lines of `text` that hold more than white space, in order (for checking printed tables).
+std::vector<std::string> nonempty_lines(const std::string& text);
 
 // SKIPs the current test case, with "needs N GPUs, found M", unless N GPUs are visible.
 // Returns the count found (at least `needed`).

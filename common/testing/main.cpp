@@ -2,13 +2,34 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // The Catch2 main of every lesson's test program: prints the GPU inventory once (to stderr,
-// so a reporter writing XML to stdout stays valid) and maps the exit code for Meson.
+// so a reporter writing XML to stdout stays valid), makes device 0 current again after every
+// test case, and maps the exit code for Meson.
 #include <catch2/catch_session.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
+#include <cuda_runtime.h>
 
 #include <cstdlib>
 #include <iostream>
 
 #include "gpu_test.h"
+
+namespace {
+
+// The current device belongs to the thread, and every case runs on the main thread: without
+// this, a case that leaves device 2 current (on purpose, or through the student's mistake)
+// would make the next case start there.
+class BackToDeviceZero : public Catch::EventListenerBase {
+ public:
+  using Catch::EventListenerBase::EventListenerBase;
+  void testCaseEnded(const Catch::TestCaseStats&) override {
+    if (course::testing::gpu_count() > 0) (void)cudaSetDevice(0);
+  }
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(BackToDeviceZero)
 
 int main(int argc, char** argv) {
   Catch::Session session;

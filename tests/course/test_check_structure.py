@@ -33,6 +33,11 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         result = subprocess.run([sys.executable, CHECK, self.root], capture_output=True, text=True)
         return result.returncode, result.stdout
 
+    def assert_reported(self, problem):
+        code, out = self.run_check()
+        self.assertEqual(code, 1, out)
+        self.assertIn(problem, out)
+
     def edit(self, relative, old, new):
         path = self.root / relative
         text = path.read_text()
@@ -45,34 +50,24 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
 
     def test_a_solution_that_differs_outside_a_todo_region_is_reported(self):
         self.edit(f"solutions/{LESSON}/device_enumeration.cpp", "namespace lesson01 {", "namespace lesson01 {\n// extra")
-        code, out = self.run_check()
-        self.assertEqual(code, 1)
-        self.assertIn("differ outside a TODO region", out)
+        self.assert_reported("differ outside a TODO region")
 
     def test_a_test_tag_for_a_task_the_starter_lacks_is_reported(self):
         self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:4][gpus:0]", "[task:5][gpus:0]")
-        code, out = self.run_check()
-        self.assertEqual(code, 1)
-        self.assertIn("[task:N] test tags name", out)
+        self.assert_reported("[task:N] test tags name")
 
     def test_a_test_case_without_points_is_reported(self):
         self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:1][gpus:1][points:1]", "[task:1][gpus:1]")
-        code, out = self.run_check()
-        self.assertEqual(code, 1)
-        self.assertIn("has no [points: tag", out)
+        self.assert_reported("has no [points: tag")
 
     def test_a_missing_readme_section_is_reported(self):
         self.edit(f"lessons/{LESSON}/README.md", "## Going further", "## Later")
-        code, out = self.run_check()
-        self.assertEqual(code, 1)
-        self.assertIn("no section 'Going further'", out)
+        self.assert_reported("no section 'Going further'")
 
     def test_a_solution_with_a_stub_left_is_reported(self):
         self.edit(f"solutions/{LESSON}/device_enumeration.cpp", "  return count;\n}",
                   '  return count;\n  NOT_IMPLEMENTED("task 1");\n}')
-        code, out = self.run_check()
-        self.assertEqual(code, 1)
-        self.assertIn("the solution still has", out)
+        self.assert_reported("the solution still has")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The multi-GPU course authors
-"""List the test cases of a Catch2 v3 program and run each one in its own process.
+"""List the test cases of a Catch2 v3 program and run them, together or one per process.
 
 Every lesson's test program is Catch2 with the course's own main. This module knows how to
 talk to such a program and nothing about grading:
@@ -16,7 +16,7 @@ talk to such a program and nothing about grading:
   prints on stdout is never trusted for the result; stderr is read only for the
   watchdog's line and for the last lines before a crash.
 
-A case runs alone so that a crash, a hang or a corrupted CUDA context costs that case only.
+A case that runs alone pays for its own crash, hang or corrupted CUDA context, and nothing else.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class TestCase:
 
 @dataclasses.dataclass
 class CaseResult:
-    """The outcome of one case, run in its own process."""
+    """The outcome of one case (from the shared run or from a run of its own)."""
 
     case: TestCase
     status: str
