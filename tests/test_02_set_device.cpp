@@ -159,6 +159,18 @@ std::vector<float> scaled_reference(const std::vector<float>& input) {
   return expected;
 }
 
+// Every output element is kFactor times its input (compared per GPU), and the caller's device
+// is still `caller_device` after `call`.
+void require_scaled_output(const TestSlices& t, int caller_device, const char* call) {
+  const std::vector<float> got = gather_output(t);
+  const std::vector<float> expected = scaled_reference(t.host_input);
+  const course::Comparison comparison = course::compare_exact(got.data(), expected.data(), got.size(), t.ranges);
+  INFO(comparison.describe());
+  REQUIRE(comparison.ok());
+  INFO("the caller had device " << caller_device << " current before " << call);
+  REQUIRE(current_device() == caller_device);
+}
+
 // What a DeviceWork callback saw, recorded in the thread that called it.
 struct Call {
   int device = -1;              // the argument
@@ -244,13 +256,7 @@ void check_scaling(Runner run, const std::string& what, std::uint64_t salt) {
           launch_scale(t.input[d].data, t.output[d].data, t.ranges[d].size(), kFactor, stream);
         });
       });
-      const std::vector<float> got = gather_output(t);
-      const std::vector<float> expected = scaled_reference(t.host_input);
-      const course::Comparison comparison = course::compare_exact(got.data(), expected.data(), n, t.ranges);
-      INFO(comparison.describe());
-      REQUIRE(comparison.ok());
-      INFO("the caller had device " << count - 1 << " current before the call");
-      REQUIRE(current_device() == count - 1);
+      require_scaled_output(t, count - 1, "the call");
     }
   }
 }
@@ -431,13 +437,7 @@ TEST_CASE("scaling every slice matches the CPU reference for every GPU count", "
       CUDA_CHECK(cudaSetDevice(count - 1));
       run_with_watchdog("scale_slices", 60s, "a stream synchronize never returned",
                         [&] { scale_slices(t.input, t.output, kFactor); });
-      const std::vector<float> got = gather_output(t);
-      const std::vector<float> expected = scaled_reference(t.host_input);
-      const course::Comparison comparison = course::compare_exact(got.data(), expected.data(), n, t.ranges);
-      INFO(comparison.describe());
-      REQUIRE(comparison.ok());
-      INFO("the caller had device " << count - 1 << " current before scale_slices");
-      REQUIRE(current_device() == count - 1);
+      require_scaled_output(t, count - 1, "scale_slices");
     }
   }
 }
