@@ -7,10 +7,10 @@
 // poisoned floats, so a lost, doubled or out-of-range element shows up as a wrong sum or a NaN.
 // Order is checked with a "gate" (a host function that holds a stream until the test opens it),
 // never with timing; the only timed facts are ratios with wide margins.
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -41,8 +41,8 @@ namespace {
 
 constexpr std::size_t kGuard = 64;  // poisoned floats before and after every slice (keeps 16-byte alignment)
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
-const std::vector<std::size_t> kSplitSizes = {0, 1, 2, 3, 5, 1000, (std::size_t{1} << 20) + 7,
-                                              3 * (std::size_t{1} << 22) + 1};
+const std::vector<std::size_t> kSplitSizes = {
+    0, 1, 2, 3, 5, 1000, (std::size_t{1} << 20) + 7, 3 * (std::size_t{1} << 22) + 1};
 
 double exact_sum(const std::vector<float>& values, std::size_t begin, std::size_t end) {
   double sum = 0;  // small integers: exact in double in any order
@@ -153,7 +153,9 @@ class StreamGate {
   bool passed_ = false;
 };
 
-std::vector<int> repeated(int device, int workers) { return std::vector<int>(static_cast<std::size_t>(workers), device); }
+std::vector<int> repeated(int device, int workers) {
+  return std::vector<int>(static_cast<std::size_t>(workers), device);
+}
 
 void set_peer_access_off(int count) {
   for (int a = 0; a < count; ++a) {
@@ -178,8 +180,8 @@ constexpr const char* kGateHint =
 TEST_CASE("the sum is exact for every awkward length and every misaligned start",
           "[04-split-reduction][task:1][gpus:1][points:3]") {
   const int count = require_gpus(1);
-  const std::vector<std::size_t> sizes = {0,  1,   2,   3,    4,    5,     7,     8,           15, 16, 17, 63,
-                                          64, 65, 255, 1000, 4095, 4097, 65537, (1 << 20) + 3, 12345679};
+  const std::vector<std::size_t> sizes = {
+      0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 63, 64, 65, 255, 1000, 4095, 4097, 65537, (1 << 20) + 3, 12345679};
   const std::vector<float> values = course::random_small_integers(sizes.back(), case_seed(100));
   for (int d = 0; d < count; ++d) {
     const int caller = count > 1 ? (d + 1) % count : 0;
@@ -205,7 +207,8 @@ TEST_CASE("2^28 random floats in [0, 1) sum to within 1e-6 of a double-precision
   const course::DeviceBuffer<float> data(0, n);
   CUDA_CHECK(cudaMemcpy(data.data(), values.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   const double got = sum_on_device(0, data.data(), n);
-  INFO("got " << got << ", double reference " << reference << ", relative error " << std::abs(got - reference) / reference
+  INFO("got " << got << ", double reference " << reference << ", relative error "
+              << std::abs(got - reference) / reference
               << " (the contract allows 1e-6: add at most 16 floats in float, then carry the sum in double)");
   CHECK(std::abs(got - reference) <= 1e-6 * reference);
 }
@@ -221,7 +224,8 @@ TEST_CASE("enqueue_sum returns at once and then writes adds and writes 0 for n =
   poison(0, sum.data(), sum.bytes());
   run_with_watchdog("enqueue_sum behind a held stream", kGateLimit, kGateHint, [&] {
     StreamGate gate(stream);
-    auto call = std::async(std::launch::async, [&] { enqueue_sum(first, 100003, partials.data(), sum.data(), false, stream); });
+    auto call =
+        std::async(std::launch::async, [&] { enqueue_sum(first, 100003, partials.data(), sum.data(), false, stream); });
     const bool returned = call.wait_for(10s) == std::future_status::ready;
     gate.open();
     call.get();
@@ -251,8 +255,9 @@ TEST_CASE("the reduction takes at most twice as long as copying its input on the
   const course::Stream stream(0);
   const course::DeviceBuffer<double> partials(0, kMaxBlocks), sum(0, 1);
   const course::Timing copy = course::measure(
-      0, stream, [&] { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream)); },
-      2, 10);
+      0, stream,
+      [&] { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, stream)); }, 2,
+      10);
   const course::Timing reduce = course::measure(
       0, stream, [&] { enqueue_sum(src.data(), n, partials.data(), sum.data(), false, stream); }, 2, 10);
   INFO("copy " << copy.median_ms << " ms (it reads and writes " << src.bytes() << " bytes), reduction "
@@ -327,7 +332,8 @@ TEST_CASE("every worker's reduction is launched before the call waits for any of
         others_ran = true;
         for (int k = 1; k < 3; ++k) {
           const course::Range range = course::split_range(n, 3, k);
-          others_ran = others_ran && read_double(workspace.workers[k].sum.data()) == exact_sum(values, range.begin, range.end);
+          others_ran =
+              others_ran && read_double(workspace.workers[k].sum.data()) == exact_sum(values, range.begin, range.end);
         }
         if (!others_ran) std::this_thread::sleep_for(5ms);
       }
@@ -391,7 +397,8 @@ TEST_CASE("slice lists that do not fit the workers are rejected", "[04-split-red
   CHECK(sum_resident(workspace, empty_null, 0) == 0.0);  // an empty slice may be nullptr
 }
 
-TEST_CASE("two GPUs sum a large array in clearly less time than one", "[04-split-reduction][task:2][gpus:2][points:2]") {
+TEST_CASE("two GPUs sum a large array in clearly less time than one",
+          "[04-split-reduction][task:2][gpus:2][points:2]") {
   require_gpus(2);
   const std::size_t n = std::size_t{1} << 29;  // 2 GiB: each GPU reads for about a third of a millisecond or more
   const std::vector<int> one_device = {0}, two_devices = {0, 1};
@@ -468,12 +475,14 @@ TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
   double got = 0;
   run_with_watchdog("sum_from_host with slow reductions", kGateLimit, kGateHint,
                     [&] { got = sum_from_host(workspace, host.data(), n, slow_reduce(2ms, true)); });
-  INFO("each chunk's reduction starts 2 ms late; a wrong sum means a buffer was overwritten by chunk c+2 "
-       "before chunk c was reduced");
+  INFO(
+      "each chunk's reduction starts 2 ms late; a wrong sum means a buffer was overwritten by chunk c+2 "
+      "before chunk c was reduced");
   CHECK(got == exact_sum(values, 0, n));
 }
 
-TEST_CASE("the copy of the next chunk runs while this chunk is reduced", "[04-split-reduction][task:3][gpus:1][points:2]") {
+TEST_CASE("the copy of the next chunk runs while this chunk is reduced",
+          "[04-split-reduction][task:3][gpus:1][points:2]") {
   require_gpus(1);
   const std::size_t chunk = std::size_t{16} << 20, chunks = 8, n = chunks * chunk;  // 64 MiB chunks
   const course::PinnedBuffer<float> host = pinned_copy(std::vector<float>(n, 1.0f));
@@ -553,9 +562,9 @@ TEST_CASE("the timing table has a row per size with min <= median <= max and the
   REQUIRE(report.rows.size() == sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const SizeTiming& r = report.rows[i];
-    INFO("row " << i << ": n = " << r.n << ", one " << r.one.min_ms << " / " << r.one.median_ms << " / "
-                << r.one.max_ms << " ms, split " << r.split.min_ms << " / " << r.split.median_ms << " / "
-                << r.split.max_ms << " ms (min / median / max)");
+    INFO("row " << i << ": n = " << r.n << ", one " << r.one.min_ms << " / " << r.one.median_ms << " / " << r.one.max_ms
+                << " ms, split " << r.split.min_ms << " / " << r.split.median_ms << " / " << r.split.max_ms
+                << " ms (min / median / max)");
     CHECK(r.n == sizes[i]);
     CHECK(0 < r.one.min_ms);
     CHECK(r.one.min_ms <= r.one.median_ms);
@@ -565,7 +574,7 @@ TEST_CASE("the timing table has a row per size with min <= median <= max and the
     CHECK(r.split.median_ms <= r.split.max_ms);
   }
   CHECK(report.crossover == crossover_size(report.rows));
-  INFO("one worker: " << report.rows.front().one.median_ms << " ms for 2^10 floats, " << report.rows.back().one.median_ms
-                      << " ms for 2^26: the times must come from the calls");
+  INFO("one worker: " << report.rows.front().one.median_ms << " ms for 2^10 floats, "
+                      << report.rows.back().one.median_ms << " ms for 2^26: the times must come from the calls");
   CHECK(report.rows.back().one.median_ms > report.rows.front().one.median_ms);
 }

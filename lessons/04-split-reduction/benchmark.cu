@@ -9,12 +9,12 @@
 // the reference solution's targets; targets that need more GPUs than this machine has print
 // "not measured". GB = 10^9 bytes. Run: meson test -C build --benchmark --suite 04-split-reduction,
 // or build/tests/bench-04 (yours), build/tests/solution-bench-04 (the reference).
-#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cub/cub.cuh>
 #include <exception>
 #include <functional>
 #include <iomanip>
@@ -45,8 +45,8 @@ std::vector<std::string> g_verdicts;  // the PASS/FAIL lines, printed again at t
 
 void verdict(const std::string& what, bool measured, bool pass, const std::string& detail) {
   std::ostringstream line;
-  line << "  " << std::left << std::setw(62) << what << ' '
-       << (measured ? (pass ? "PASS" : "FAIL") : "not measured") << "  " << detail;
+  line << "  " << std::left << std::setw(62) << what << ' ' << (measured ? (pass ? "PASS" : "FAIL") : "not measured")
+       << "  " << detail;
   std::cout << line.str() << '\n';
   g_verdicts.push_back(line.str());
 }
@@ -60,8 +60,7 @@ std::string fixed(double v, int precision) {
 Spread spread_of(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const std::size_t m = samples.size();
-  return Spread{samples.front(), m % 2 ? samples[m / 2] : 0.5 * (samples[m / 2 - 1] + samples[m / 2]),
-                samples.back()};
+  return Spread{samples.front(), m % 2 ? samples[m / 2] : 0.5 * (samples[m / 2 - 1] + samples[m / 2]), samples.back()};
 }
 
 // Host clock around `call` (which returns when its work is done): min, median, max in ms.
@@ -153,8 +152,8 @@ void print_table(const lesson04::CrossoverReport& r) {
     std::cout << std::setw(10) << size_name(row.n) << std::fixed << std::setprecision(3) << std::setw(10)
               << row.one.min_ms << std::setw(10) << row.one.median_ms << std::setw(10) << row.one.max_ms << "      "
               << std::setw(10) << row.split.min_ms << std::setw(10) << row.split.median_ms << std::setw(10)
-              << row.split.max_ms << "      " << std::setprecision(2) << std::setw(6) << speedup << "x"
-              << std::setw(10) << std::setprecision(0) << 100 * speedup / k << "%\n";
+              << row.split.max_ms << "      " << std::setprecision(2) << std::setw(6) << speedup << "x" << std::setw(10)
+              << std::setprecision(0) << 100 * speedup / k << "%\n";
   }
   std::cout << "  crossover (smallest size from which " << k << " workers stay faster): "
             << (r.crossover ? std::to_string(*r.crossover) + " floats (" + size_name(*r.crossover) + ")"
@@ -186,7 +185,8 @@ void where_the_time_goes(const std::vector<int>& seed_devices) {
   const course::DeviceBuffer<float> data = filled(0, kSeedN);
   const course::DeviceBuffer<double> partials(0, lesson04::kMaxBlocks), sum(0, 1);
   const course::Timing kernel = course::measure(
-      0, stream, [&] { lesson04::enqueue_sum(data.data(), kSeedN, partials.data(), sum.data(), false, stream); }, 5, 50);
+      0, stream, [&] { lesson04::enqueue_sum(data.data(), kSeedN, partials.data(), sum.data(), false, stream); }, 5,
+      50);
   std::cout << "  your reduction of 30M floats on the GPU (events):  median " << fixed(kernel.median_ms * 1e3, 1)
             << " us\n";
   const std::vector<int> zero = {0};
@@ -287,9 +287,9 @@ int main() {
       const double own_gbs = course::gigabytes_per_second(bytes, f.own_ms);
       of_cub.emplace_back(n, own_gbs / cub_gbs);
       std::cout << std::setw(10) << size_name(n) << std::fixed << std::setprecision(3) << std::setw(11) << f.cub_ms
-                << std::setprecision(0) << std::setw(11) << cub_gbs << std::setprecision(3) << std::setw(12)
-                << f.own_ms << std::setprecision(0) << std::setw(12) << own_gbs << std::setw(11)
-                << 100 * own_gbs / cub_gbs << "%" << std::setw(14) << 100 * own_gbs / copy << "%\n";
+                << std::setprecision(0) << std::setw(11) << cub_gbs << std::setprecision(3) << std::setw(12) << f.own_ms
+                << std::setprecision(0) << std::setw(12) << own_gbs << std::setw(11) << 100 * own_gbs / cub_gbs << "%"
+                << std::setw(14) << 100 * own_gbs / copy << "%\n";
     }
 
     std::vector<std::size_t> sizes;
@@ -330,14 +330,16 @@ int main() {
         verdict("own kernel >= 95% of CUB's bandwidth at " + size_name(n), true, ratio >= kTargetOfCub,
                 "(" + fixed(100 * ratio, 1) + "% of CUB)");
     for (const int k : {2, 4}) {
-      const std::string what = "resident split at 4 GiB on " + std::to_string(k) + " GPUs >= " +
-                               fixed(k == 2 ? kTargetSpeedup2 : kTargetSpeedup4, 2) + "x one GPU (median)";
+      const std::string what = "resident split at 4 GiB on " + std::to_string(k) +
+                               " GPUs >= " + fixed(k == 2 ? kTargetSpeedup2 : kTargetSpeedup4, 2) +
+                               "x one GPU (median)";
       const lesson04::CrossoverReport* r = nullptr;
       for (const auto& report : reports)
         if (static_cast<int>(report.devices.size()) == k) r = &report;
       const lesson04::SizeTiming* row = r ? row_of(*r, kGiB) : nullptr;
       if (row == nullptr) {
-        verdict(what, false, false, "(needs " + std::to_string(k) + " distinct GPUs, found " + std::to_string(count) + ")");
+        verdict(what, false, false,
+                "(needs " + std::to_string(k) + " distinct GPUs, found " + std::to_string(count) + ")");
       } else {
         const double speedup = row->one.median_ms / row->split.median_ms;
         verdict(what, true, speedup >= (k == 2 ? kTargetSpeedup2 : kTargetSpeedup4), "(" + fixed(speedup, 2) + "x)");

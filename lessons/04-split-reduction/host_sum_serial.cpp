@@ -28,12 +28,12 @@ double sum_from_host_serial(SplitWorkspace& workspace, const float* host, std::s
     if (range.empty()) reduce(w.chunks[0].data(), 0, w.partials.data(), w.sum.data(), false, w.stream);
     for (std::size_t offset = range.begin; offset < range.end; offset += chunk) {
       const std::size_t count = std::min(chunk, range.end - offset);
-      CUDA_CHECK(cudaMemcpyAsync(w.chunks[0].data(), host + offset, count * sizeof(float), cudaMemcpyHostToDevice,
-                                 w.stream));
+      CUDA_CHECK(
+          cudaMemcpyAsync(w.chunks[0].data(), host + offset, count * sizeof(float), cudaMemcpyHostToDevice, w.stream));
       reduce(w.chunks[0].data(), count, w.partials.data(), w.sum.data(), offset > range.begin, w.stream);
     }
-    CUDA_CHECK(cudaMemcpyAsync(&workspace.host_partials[k], w.sum.data(), sizeof(double), cudaMemcpyDeviceToHost,
-                               w.stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&workspace.host_partials[k], w.sum.data(), sizeof(double), cudaMemcpyDeviceToHost, w.stream));
   }
   double total = 0;
   for (int k = 0; k < workers; ++k) {

@@ -8,8 +8,6 @@
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 04-split-reduction --print-errorlogs
 // checks your work. Everything outside the TODO regions stays as it is.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 
@@ -76,8 +75,7 @@ double sum_on_device(int device, const float* data, std::size_t n) {
 //    workspace.gathered[k]; a one-block kernel (your second pass) adds them into workspace.total;
 //    copy that double to the host and wait for workers[0]'s stream.
 // A helper for the host combine is worth writing: task 3 ends with the same step.
-double sum_resident(SplitWorkspace& workspace, std::span<const float* const> slices, std::size_t n,
-                    Combine combine) {
+double sum_resident(SplitWorkspace& workspace, std::span<const float* const> slices, std::size_t n, Combine combine) {
   (void)workspace;
   (void)slices;
   (void)n;

@@ -43,8 +43,7 @@ constexpr int kMaxBlocks = 2048;
 //
 // No per-element atomics: the first pass gives one partial per block, a second pass (or the last
 // block to finish) adds the partials.
-void enqueue_sum(const float* data, std::size_t n, double* partials, double* sum, bool accumulate,
-                 cudaStream_t stream);
+void enqueue_sum(const float* data, std::size_t n, double* partials, double* sum, bool accumulate, cudaStream_t stream);
 
 // Task 1. The sum of data[0, n), device memory of `device`, computed there with enqueue_sum;
 // returns when it is known. Leaves the caller's current device as it was.
@@ -61,14 +60,14 @@ struct Worker {
   Worker(int device, std::size_t chunk_elements);
 
   int device;
-  course::Stream stream;                    // the worker's reductions run here
-  course::Stream copy_stream;               // task 3: host-to-device copies of chunks
-  course::Event reduced;                    // free for you to record after this worker's reduction
-  course::DeviceBuffer<double> partials;    // kMaxBlocks doubles: scratch for enqueue_sum
-  course::DeviceBuffer<double> sum;         // 1 double: this worker's partial sum ends here
-  course::DeviceBuffer<float> chunks[2];    // task 3: two chunk buffers of chunk_elements floats
-  course::Event chunk_copied[2];            // task 3: free for you to record (ordering only)
-  course::Event chunk_reduced[2];           // task 3: free for you to record (ordering only)
+  course::Stream stream;                  // the worker's reductions run here
+  course::Stream copy_stream;             // task 3: host-to-device copies of chunks
+  course::Event reduced;                  // free for you to record after this worker's reduction
+  course::DeviceBuffer<double> partials;  // kMaxBlocks doubles: scratch for enqueue_sum
+  course::DeviceBuffer<double> sum;       // 1 double: this worker's partial sum ends here
+  course::DeviceBuffer<float> chunks[2];  // task 3: two chunk buffers of chunk_elements floats
+  course::Event chunk_copied[2];          // task 3: free for you to record (ordering only)
+  course::Event chunk_reduced[2];         // task 3: free for you to record (ordering only)
 };
 
 // Everything a split reduction needs, made once before any timing: one Worker per entry of
@@ -93,7 +92,9 @@ enum class Combine {
   on_device,  // every partial is copied to workers[0]'s device, which adds them; one double comes back
 };
 
-inline const char* to_string(Combine combine) { return combine == Combine::on_host ? "on_host" : "on_device"; }
+inline const char* to_string(Combine combine) {
+  return combine == Combine::on_host ? "on_host" : "on_device";
+}
 
 // Task 2. The sum of n floats that already live on the workers' devices, one slice per worker:
 // with W = workspace.workers.size(), slices[k] holds elements course::split_range(n, W, k) in the
@@ -162,9 +163,9 @@ struct MeasureOptions {
 };
 
 struct CrossoverReport {
-  std::vector<int> devices;      // the split's workers, as given
-  int repeats = 0;               // timed calls behind every Spread
-  std::vector<SizeTiming> rows;  // one per size, in the order given (ascending n)
+  std::vector<int> devices;              // the split's workers, as given
+  int repeats = 0;                       // timed calls behind every Spread
+  std::vector<SizeTiming> rows;          // one per size, in the order given (ascending n)
   std::optional<std::size_t> crossover;  // crossover_size(rows)
 };
 

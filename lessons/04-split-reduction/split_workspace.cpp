@@ -25,7 +25,8 @@ Worker::Worker(int device_, std::size_t chunk_elements)
       reduced(device_, kOrderingOnly),
       partials(device_, kMaxBlocks),
       sum(device_, 1),
-      chunks{course::DeviceBuffer<float>(device_, chunk_elements), course::DeviceBuffer<float>(device_, chunk_elements)},
+      chunks{course::DeviceBuffer<float>(device_, chunk_elements),
+             course::DeviceBuffer<float>(device_, chunk_elements)},
       chunk_copied{course::Event(device_, kOrderingOnly), course::Event(device_, kOrderingOnly)},
       chunk_reduced{course::Event(device_, kOrderingOnly), course::Event(device_, kOrderingOnly)} {}
 

@@ -8,8 +8,6 @@
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 04-split-reduction --print-errorlogs
 // checks your work. Everything outside the TODO regions stays as it is.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 
@@ -54,11 +53,13 @@ __device__ double block_sum(double v) {
   return v;
 }
 
-__device__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+__device__ float sum4(float4 v) {
+  return (v.x + v.y) + (v.z + v.w);
+}
 
 // data + head is 16-byte aligned; [head, head + 4 * body) is read as float4, the rest as floats.
-__global__ void __launch_bounds__(kThreads) first_pass(const float* __restrict__ data, std::size_t n,
-                                                       std::size_t head, double* __restrict__ partials) {
+__global__ void __launch_bounds__(kThreads)
+    first_pass(const float* __restrict__ data, std::size_t n, std::size_t head, double* __restrict__ partials) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t body = (n - head) / 4;
@@ -80,8 +81,8 @@ __global__ void __launch_bounds__(kThreads) first_pass(const float* __restrict__
 }
 
 // One block: *sum = (or +=) values[0] + ... + values[count - 1]. count may be 0.
-__global__ void __launch_bounds__(kThreads) add_doubles(const double* __restrict__ values, std::size_t count,
-                                                        double* sum, bool accumulate) {
+__global__ void __launch_bounds__(kThreads)
+    add_doubles(const double* __restrict__ values, std::size_t count, double* sum, bool accumulate) {
   double acc = 0;
   for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) acc += values[i];
   acc = block_sum(acc);
@@ -148,8 +149,8 @@ double combine_on_host(SplitWorkspace& workspace) {
   for (std::size_t k = 0; k < workspace.workers.size(); ++k) {
     const Worker& w = workspace.workers[k];
     const course::DeviceGuard on_worker(w.device);
-    CUDA_CHECK(cudaMemcpyAsync(&workspace.host_partials[k], w.sum.data(), sizeof(double), cudaMemcpyDeviceToHost,
-                               w.stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&workspace.host_partials[k], w.sum.data(), sizeof(double), cudaMemcpyDeviceToHost, w.stream));
   }
   double total = 0;
   for (std::size_t k = 0; k < workspace.workers.size(); ++k) {
@@ -170,8 +171,8 @@ double combine_on_device(SplitWorkspace& workspace) {
   for (std::size_t k = 0; k < workspace.workers.size(); ++k) {
     const Worker& w = workspace.workers[k];
     CUDA_CHECK(cudaStreamWaitEvent(first.stream, w.reduced, 0));
-    CUDA_CHECK(cudaMemcpyPeerAsync(workspace.gathered.data() + k, first.device, w.sum.data(), w.device,
-                                   sizeof(double), first.stream));
+    CUDA_CHECK(cudaMemcpyPeerAsync(workspace.gathered.data() + k, first.device, w.sum.data(), w.device, sizeof(double),
+                                   first.stream));
   }
   add_doubles<<<1, kThreads, 0, first.stream>>>(workspace.gathered.data(), workspace.workers.size(),
                                                 workspace.total.data(), false);
@@ -184,8 +185,7 @@ double combine_on_device(SplitWorkspace& workspace) {
 
 }  // namespace
 
-double sum_resident(SplitWorkspace& workspace, std::span<const float* const> slices, std::size_t n,
-                    Combine combine) {
+double sum_resident(SplitWorkspace& workspace, std::span<const float* const> slices, std::size_t n, Combine combine) {
   check_slices(workspace, slices, n);
   const int workers = static_cast<int>(workspace.workers.size());
   for (int k = 0; k < workers; ++k) {
