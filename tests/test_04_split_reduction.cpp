@@ -429,16 +429,19 @@ course::PinnedBuffer<float> pinned_copy(const std::vector<float>& values) {
   return pinned;
 }
 
-// enqueue_sum behind a host function that sleeps: a chunk's reduction that takes `delay`.
+// enqueue_sum with a host function that sleeps for `delay` before or after it, on the same stream:
+// a chunk's reduction that starts late, or that takes `delay` longer.
 ChunkReduce slow_reduce(std::chrono::microseconds delay, bool sleep_first) {
   return [delay, sleep_first](const float* chunk, std::size_t n, double* partials, double* sum, bool accumulate,
                               cudaStream_t stream) {
-    static std::chrono::microseconds pause;
-    pause = delay;
-    const auto sleep = [](void*) { std::this_thread::sleep_for(pause); };
-    if (sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, nullptr));
+    // The closure lives in the std::function the caller holds until every chunk is done.
+    void* pause = const_cast<std::chrono::microseconds*>(&delay);
+    const cudaHostFn_t sleep = [](void* p) {
+      std::this_thread::sleep_for(*static_cast<std::chrono::microseconds*>(p));
+    };
+    if (sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, pause));
     enqueue_sum(chunk, n, partials, sum, accumulate, stream);
-    if (!sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, nullptr));
+    if (!sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, pause));
   };
 }
 
