@@ -122,7 +122,10 @@ void check_split(SplitWorkspace& workspace, const std::vector<float>& values, Co
   }
 }
 
-// Holds every later piece of work of one stream until open() (or the end of the scope).
+// Holds every later piece of work of one stream until open() (or the end of the scope). A case
+// runs the code under test once before it closes a gate: with lazy module loading (the default
+// since CUDA 12.2) a kernel's first launch loads its module, which may wait for the whole device,
+// held stream included, and would never finish.
 class StreamGate {
  public:
   explicit StreamGate(cudaStream_t stream) { CUDA_CHECK(cudaLaunchHostFunc(stream, &StreamGate::hold, this)); }
@@ -170,8 +173,8 @@ void set_peer_access_off(int count) {
 
 constexpr auto kGateLimit = std::chrono::seconds(100);
 constexpr const char* kGateHint =
-    "the call waits for something that never comes: cudaDeviceSynchronize or a wait on a stream that is held, "
-    "or a cudaStreamWaitEvent on an event recorded after it";
+    "the call waits for something that never comes while a stream is held: cudaDeviceSynchronize, a kernel used "
+    "for the first time (its module is loaded lazily), or a cudaStreamWaitEvent on an event recorded after it";
 
 }  // namespace
 
@@ -221,6 +224,8 @@ TEST_CASE("enqueue_sum returns at once and then writes adds and writes 0 for n =
   const float* first = data.data() + kGuard;
   const course::Stream stream(0);
   const course::DeviceBuffer<double> partials(0, kMaxBlocks), sum(0, 1);
+  enqueue_sum(first, 1000, partials.data(), sum.data(), false, stream);  // loads the kernels: see kGateHint
+  stream.synchronize();
   poison(0, sum.data(), sum.bytes());
   run_with_watchdog("enqueue_sum behind a held stream", kGateLimit, kGateHint, [&] {
     StreamGate gate(stream);
@@ -321,13 +326,14 @@ TEST_CASE("every worker's reduction is launched before the call waits for any of
   SplitWorkspace workspace(repeated(0, 3), 1024);
   const Slices slices = place_slices(workspace, values, n);
   for (const Combine combine : {Combine::on_host, Combine::on_device}) {
+    (void)sum_resident(workspace, slices.pointers, n, combine);  // loads every kernel it uses, ungated
     poison_results(workspace);
     bool others_ran = false;
     double got = 0;
     run_with_watchdog("sum_resident with worker 0 held back", kGateLimit, kGateHint, [&] {
       StreamGate gate(workspace.workers[0].stream);  // worker 0 cannot start until the gate opens
       auto call = std::async(std::launch::async, [&] { return sum_resident(workspace, slices.pointers, n, combine); });
-      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
       while (!others_ran && std::chrono::steady_clock::now() < deadline) {
         others_ran = true;
         for (int k = 1; k < 3; ++k) {
@@ -354,6 +360,7 @@ TEST_CASE("the total waits for the last worker's partial", "[04-split-reduction]
   SplitWorkspace workspace(repeated(0, 3), 1024);
   const Slices slices = place_slices(workspace, values, n);
   for (const Combine combine : {Combine::on_host, Combine::on_device}) {
+    (void)sum_resident(workspace, slices.pointers, n, combine);  // loads every kernel it uses, ungated
     poison_results(workspace);
     bool returned_early = false;
     double got = 0;
