@@ -460,6 +460,8 @@ TEST_CASE("the sum of pinned host data is exact for 1 to 4 workers every uneven 
   const std::vector<std::size_t> sizes = {0, 1, 999, 1000, 1001, 8003, 123457};
   const std::vector<float> values = course::random_small_integers(3 * (std::size_t{1} << 22) + 5, case_seed(300));
   const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace one(repeated(0, 1), 1000);
+  CHECK_THROWS_AS(sum_from_host(one, nullptr, 10), std::invalid_argument);
   for (int workers = 1; workers <= 4; ++workers) {
     SplitWorkspace workspace(repeated(0, workers), 1000);
     for (const std::size_t n : sizes) {
