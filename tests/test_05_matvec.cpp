@@ -59,9 +59,15 @@ struct HandleRecord {
 std::mutex cublas_mutex;
 std::map<cublasHandle_t, HandleRecord> cublas_records;
 
+// The definition in libcublas: the next one after this program's (this program also calls
+// cublasGetStream, so the linker keeps libcublas loaded), else from libcublas.so.<major> itself.
 template <class Function>
 Function libcublas(const char* name) {
   void* symbol = dlsym(RTLD_NEXT, name);
+  if (symbol == nullptr) {
+    const std::string library = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    if (void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) symbol = dlsym(handle, name);
+  }
   if (symbol == nullptr) {
     std::fprintf(stderr, "test_05_matvec: %s is not in libcublas\n", name);
     std::abort();
@@ -224,11 +230,12 @@ struct RootVectors {
   std::vector<float> result() const { return read_back(y.data(), root, y.size()); }
 };
 
-// k workers over the GPUs in turn: {0, 0, 0} on one GPU, {0, 1, 0} on two. The root is the last
-// GPU, so on several GPUs x and y cross between devices.
+// k workers over the GPUs in turn, from the last one down: {0, 0, 0} on one GPU, {1, 0, 1} on two.
+// Worker 0 is never on device 0 of several GPUs, so a device taken from the worker's index shows;
+// the root is the last GPU, so on several GPUs x and y cross between devices.
 std::vector<int> workers_on(int k, int gpus) {
   std::vector<int> devices;
-  for (int w = 0; w < k; ++w) devices.push_back(w % gpus);
+  for (int w = 0; w < k; ++w) devices.push_back(gpus - 1 - w % gpus);
   return devices;
 }
 
