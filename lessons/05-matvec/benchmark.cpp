@@ -39,7 +39,7 @@
 namespace {
 
 constexpr std::size_t kSeedRows = 10000, kSeedCols = 300000;  // 12 GB of floats
-constexpr double kManagedCapBytes = 4e9;                      // managed memory: a few GB at most
+constexpr double kManagedCapBytes = 3e9;                      // managed memory: a few GB at most
 constexpr int kWarmup = 3, kRepeats = 20;
 
 struct Stats {
