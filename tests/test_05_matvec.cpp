@@ -710,9 +710,9 @@ std::vector<float> managed_y(const ManagedMatrix& A) {
 
 // Advises and prefetches a matrix over `devices`, then asks the driver where each block belongs.
 void check_placement(const std::vector<int>& devices, int gpus) {
-  // Rows of 6 KiB, at least 1024 per worker: each block covers a whole aligned 2 MiB region (the
-  // largest page the driver uses), which is what is queried: pages at a block's edges are shared.
-  const std::size_t n = 1536, m = 1024 * devices.size() + 37;
+  // Rows of 2 MiB: every block starts and ends on a page boundary (pages are 2 MiB at most), so no
+  // page is shared by two workers and each block can be asked about as a whole.
+  const std::size_t n = std::size_t{1} << 19, m = 2 * devices.size() + 1;
   StudentManaged made(devices, m, n);
   ManagedMatrix& A = made.A;
   REQUIRE((A.W != nullptr && A.x != nullptr && A.y != nullptr && A.rows.size() == devices.size()));
@@ -721,21 +721,21 @@ void check_placement(const std::vector<int>& devices, int gpus) {
   from_last_device(gpus, "advise_and_prefetch", [&] { advise_and_prefetch(A); });
   INFO(describe(devices));
   for (std::size_t k = 0; k < devices.size(); ++k) {
-    constexpr std::uintptr_t kRegion = std::uintptr_t{2} << 20;
-    const auto begin = reinterpret_cast<std::uintptr_t>(A.W + A.rows[k].begin * n);
-    const auto end = reinterpret_cast<std::uintptr_t>(A.W + A.rows[k].end * n);
-    const std::uintptr_t first = (begin + kRegion - 1) / kRegion * kRegion, last = end / kRegion * kRegion;
-    REQUIRE(last > first);
-    const void* region = reinterpret_cast<const void*>(first);
-    const std::size_t bytes = last - first;
-    const int preferred = range_attribute(cudaMemRangeAttributePreferredLocation, region, bytes);
-    const int prefetched = range_attribute(cudaMemRangeAttributeLastPrefetchLocation, region, bytes);
+    const float* block = A.W + A.rows[k].begin * n;
+    const std::size_t bytes = A.rows[k].size() * n * sizeof(float);
+    const int preferred = range_attribute(cudaMemRangeAttributePreferredLocation, block, bytes);
+    const int prefetched = range_attribute(cudaMemRangeAttributeLastPrefetchLocation, block, bytes);
     std::vector<int> accessed_by(static_cast<std::size_t>(gpus), cudaInvalidDeviceId);
     CUDA_CHECK(cudaMemRangeGetAttribute(accessed_by.data(), accessed_by.size() * sizeof(int),
-                                        cudaMemRangeAttributeAccessedBy, region, bytes));
+                                        cudaMemRangeAttributeAccessedBy, block, bytes));
+    std::ostringstream per_row;  // the same questions about each 2 MiB row of the block
+    for (std::size_t i = A.rows[k].begin; i < A.rows[k].end; ++i)
+      per_row << ' ' << range_attribute(cudaMemRangeAttributePreferredLocation, A.W + i * n, n * sizeof(float)) << '/'
+              << range_attribute(cudaMemRangeAttributeLastPrefetchLocation, A.W + i * n, n * sizeof(float));
     INFO("worker " << k << " on device " << devices[k] << ": its rows of W prefer device " << preferred
                    << " and were last prefetched to " << prefetched << " (" << cudaInvalidDeviceId
-                   << ": none, or not the same for all its pages; " << cudaCpuDeviceId << ": the host)");
+                   << ": none, or not the same for all its pages; " << cudaCpuDeviceId
+                   << ": the host); row by row, preferred/prefetched:" << per_row.str());
     CHECK(preferred == devices[k]);
     CHECK(prefetched == devices[k]);
     CHECK(std::find(accessed_by.begin(), accessed_by.end(), devices[k]) != accessed_by.end());

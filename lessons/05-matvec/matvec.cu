@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <exception>
@@ -164,11 +165,11 @@ void free_managed(ManagedMatrix& A) {
 }
 
 void advise_and_prefetch(ManagedMatrix& A) {
-  // TODO(task 5): x: course::mem_advise(A.x, bytes, cudaMemAdviseSetReadMostly, any device). Then for
-  // every worker k, with devices[k] current: prefetch x to devices[k] on streams[k]
-  // (course::mem_prefetch_async), and for its rows of W and its rows of y (skip empty ones):
-  // cudaMemAdviseSetPreferredLocation and cudaMemAdviseSetAccessedBy for devices[k]
-  // (course::mem_advise), then course::mem_prefetch_async to devices[k] on streams[k]. Wait for the
+  // TODO(task 5): first the advice, for every block: x gets course::mem_advise(A.x, bytes,
+  // cudaMemAdviseSetReadMostly, any device); worker k's rows of W and its rows of y (skip empty
+  // ones) get cudaMemAdviseSetPreferredLocation and cudaMemAdviseSetAccessedBy for devices[k]
+  // (course::mem_advise). Then the moves: for every worker k, with devices[k] current,
+  // course::mem_prefetch_async x and its two blocks to devices[k] on streams[k]. Wait for the
   // streams at the end, not inside the loop.
   (void)A;
   NOT_IMPLEMENTED("task 5");

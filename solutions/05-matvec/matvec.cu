@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <exception>
@@ -351,24 +352,26 @@ void free_managed(ManagedMatrix& A) {
 }
 
 void advise_and_prefetch(ManagedMatrix& A) {
-  // Task 5: say where each block belongs, then move it there before anything reads it.
-  const std::size_t row_bytes = A.n * sizeof(float);
-  if (A.x != nullptr)
-    CUDA_CHECK(course::mem_advise(A.x, A.n * sizeof(float), cudaMemAdviseSetReadMostly, A.devices.front()));
-  for (std::size_t k = 0; k < A.devices.size(); ++k) {
-    const int device = A.devices[k];
+  // Task 5: first say where every block belongs, then move each block there; wait at the end.
+  const std::size_t x_bytes = A.n * sizeof(float);
+  const auto blocks_of = [&A](std::size_t k) {  // worker k's rows of W and its rows of y
     const course::Range rows = A.rows[k];
-    const course::DeviceGuard on(device);
-    if (A.x != nullptr) CUDA_CHECK(course::mem_prefetch_async(A.x, A.n * sizeof(float), device, A.streams[k]));
-    if (rows.empty()) continue;
-    const std::pair<float*, std::size_t> blocks[] = {{A.W + rows.begin * A.n, rows.size() * row_bytes},
-                                                     {A.y + rows.begin, rows.size() * sizeof(float)}};
-    for (const auto& [block, bytes] : blocks) {
+    return std::array<std::pair<float*, std::size_t>, 2>{
+        {{A.W + rows.begin * A.n, rows.size() * A.n * sizeof(float)}, {A.y + rows.begin, rows.size() * sizeof(float)}}};
+  };
+  if (A.x != nullptr) CUDA_CHECK(course::mem_advise(A.x, x_bytes, cudaMemAdviseSetReadMostly, A.devices.front()));
+  for (std::size_t k = 0; k < A.devices.size(); ++k) {
+    for (const auto& [block, bytes] : blocks_of(k)) {
       if (bytes == 0) continue;
-      CUDA_CHECK(course::mem_advise(block, bytes, cudaMemAdviseSetPreferredLocation, device));
-      CUDA_CHECK(course::mem_advise(block, bytes, cudaMemAdviseSetAccessedBy, device));
-      CUDA_CHECK(course::mem_prefetch_async(block, bytes, device, A.streams[k]));
+      CUDA_CHECK(course::mem_advise(block, bytes, cudaMemAdviseSetPreferredLocation, A.devices[k]));
+      CUDA_CHECK(course::mem_advise(block, bytes, cudaMemAdviseSetAccessedBy, A.devices[k]));
     }
+  }
+  for (std::size_t k = 0; k < A.devices.size(); ++k) {
+    const course::DeviceGuard on(A.devices[k]);
+    if (A.x != nullptr) CUDA_CHECK(course::mem_prefetch_async(A.x, x_bytes, A.devices[k], A.streams[k]));
+    for (const auto& [block, bytes] : blocks_of(k))
+      if (bytes > 0) CUDA_CHECK(course::mem_prefetch_async(block, bytes, A.devices[k], A.streams[k]));
   }
   for (const course::Stream& stream : A.streams) stream.synchronize();
 }
