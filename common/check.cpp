@@ -17,8 +17,7 @@ namespace {
 std::string format_failure(const char* call, const char* file, int line, const std::string& name,
                            const std::string& description) {
   std::ostringstream out;
-  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": "
-      << description;
+  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": " << description;
   return out.str();
 }
 
@@ -41,8 +40,7 @@ void throw_cuda_error(cudaError_t error, const char* call, const char* file, int
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
   const auto s = static_cast<cublasStatus_t>(status);
-  throw ApiError("cuBLAS", status,
-                 format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
+  throw ApiError("cuBLAS", status, format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
 }
 
 void throw_nccl_error(int result, const char* call, const char* file, int line) {
@@ -54,9 +52,8 @@ void throw_nccl_error(int result, const char* call, const char* file, int line) 
     description += last;
     description += ')';
   }
-  const char* names[] = {"ncclSuccess",        "ncclUnhandledCudaError", "ncclSystemError",
-                         "ncclInternalError",  "ncclInvalidArgument",    "ncclInvalidUsage",
-                         "ncclRemoteError",    "ncclInProgress"};
+  const char* names[] = {"ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+                         "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
   const std::string name = (result >= 0 && result < static_cast<int>(sizeof names / sizeof *names))
                                ? names[result]
                                : "ncclResult(" + std::to_string(result) + ")";

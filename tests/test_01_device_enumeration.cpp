@@ -4,10 +4,10 @@
 // Lesson 01 tests. Every expectation is cross-checked against the CUDA runtime itself, never
 // against constants, so they hold on any machine. Two cases run this program again as a child
 // process with another CUDA_VISIBLE_DEVICES, to see what the student's code sees there.
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -120,7 +120,8 @@ TEST_CASE("child: report the visible devices", "[.child]") {
     report << "count " << count << '\n';
     report << "last_error " << cudaGetErrorName(cudaGetLastError()) << '\n';
     if (count > 0) {
-      for (int ordinal : select_devices({})) report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
+      for (int ordinal : select_devices({}))
+        report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
     }
   } catch (const std::exception& e) {
     report << "threw " << e.what() << '\n';
@@ -135,7 +136,8 @@ TEST_CASE("the device count matches the runtime's", "[01-device-enumeration][tas
   CHECK(count_devices() == found);
 }
 
-TEST_CASE("with no GPU visible the count is 0 and nothing throws", "[01-device-enumeration][task:1][gpus:0][points:2]") {
+TEST_CASE("with no GPU visible the count is 0 and nothing throws",
+          "[01-device-enumeration][task:1][gpus:0][points:2]") {
   // CUDA_VISIBLE_DEVICES=-1 hides every GPU, so this case runs on any machine, GPU or not.
   // With no usable device the runtime cannot initialise, and every later call reports that
   // again (a "sticky" initialisation error), so what cudaGetLastError says next is not checked.
@@ -167,7 +169,8 @@ TEST_CASE("each device is described as the runtime sees it", "[01-device-enumera
   }
 }
 
-TEST_CASE("free memory is what the device has free, not its total", "[01-device-enumeration][task:2][gpus:1][points:1]") {
+TEST_CASE("free memory is what the device has free, not its total",
+          "[01-device-enumeration][task:2][gpus:1][points:1]") {
   const int count = require_gpus(1);
   for (int d = 0; d < count; ++d) {
     const Squeeze squeeze(d);
@@ -210,7 +213,8 @@ TEST_CASE("describing a device that does not exist throws course::ApiError",
 
 // ---- Task 3 ---------------------------------------------------------------------------------
 
-TEST_CASE("with no criteria every device is selected in ordinal order", "[01-device-enumeration][task:3][gpus:1][points:1]") {
+TEST_CASE("with no criteria every device is selected in ordinal order",
+          "[01-device-enumeration][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
   CHECK(select_devices({}) == all_ordinals(count));
 }
@@ -280,11 +284,14 @@ TEST_CASE("the runtime ordinals follow CUDA_VISIBLE_DEVICES", "[01-device-enumer
 
 // ---- Task 4 ---------------------------------------------------------------------------------
 
-TEST_CASE("the device table shows every field of made-up devices", "[01-device-enumeration][task:4][gpus:0][points:1]") {
-  DeviceInfo a{0, "Imaginary GPU A", 9, 0, 141'000'000'000ull, 1'500'000'000ull, 132, "0000:19:00.0",
-               "GPU-00112233-4455-6677-8899-aabbccddeeff"};
-  DeviceInfo b{1, "Imaginary GPU B", 12, 1, 24'000'000'000ull, 23'950'000'000ull, 48, "0000:3b:00.0",
-               "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
+TEST_CASE("the device table shows every field of made-up devices",
+          "[01-device-enumeration][task:4][gpus:0][points:1]") {
+  DeviceInfo a{0,   "Imaginary GPU A",  9,
+               0,   141'000'000'000ull, 1'500'000'000ull,
+               132, "0000:19:00.0",     "GPU-00112233-4455-6677-8899-aabbccddeeff"};
+  DeviceInfo b{1,  "Imaginary GPU B", 12,
+               1,  24'000'000'000ull, 23'950'000'000ull,
+               48, "0000:3b:00.0",    "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
   std::ostringstream out;
   print_device_table(out, {a, b});
   const auto lines = nonempty_lines(out.str());

@@ -7,10 +7,10 @@
 // a worker ran on is recorded inside the worker, "done" is a host function enqueued after the
 // work, and overlap is a ratio of host-clock times with a wide margin. The caller's device is the
 // LAST device, where that makes a forgotten cudaSetDevice visible.
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -31,43 +31,15 @@
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/overlap.h"
+#include "common/testing/workers.h"
 #include "kernels.cuh"
 #include "set_device.h"
 
 using namespace lesson02;
 using namespace std::chrono_literals;
 using namespace course::testing;
-using Devices = std::vector<int>;
 
 namespace {
-
-// Lists of workers: GPU 0 shared by 1 to 4 workers on any machine; with 2 GPUs or more, one
-// worker per GPU and a list that repeats a device out of order.
-std::vector<Devices> worker_lists(int count) {
-  std::vector<Devices> lists{{0}, {0, 0}, {0, 0, 0}, {0, 0, 0, 0}};
-  if (count >= 2) {
-    Devices all;
-    for (int d = 0; d < count; ++d) all.push_back(d);
-    lists.push_back(all);
-    lists.push_back({count - 1, 0, count - 1});
-  }
-  return lists;
-}
-
-Devices distinct_gpus(int count) {
-  Devices all;
-  for (int d = 0; d < count; ++d) all.push_back(d);
-  return all;
-}
-
-std::string show(const Devices& devices) {
-  std::string text = "{";
-  for (std::size_t k = 0; k < devices.size(); ++k) text += (k ? ", " : "") + std::to_string(devices[k]);
-  return text + "}";
-}
-
-// Sizes that always include the edges for k workers: 0, 1, fewer than k, not divisible by k, large.
-std::vector<std::size_t> sizes_for(std::size_t k) { return {0, 1, k - 1, k + 1, 4099 * k + 1, (1u << 20) + 3}; }
 
 // Owns what allocate_slices returned, so a failed check does not leak it.
 struct StudentSlices {
@@ -178,8 +150,8 @@ void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_
       threads.insert(call.thread);
       if (one_thread_each) CHECK(call.thread != std::this_thread::get_id());
     }
-    INFO("each worker needs a stream of its own, also when workers share a device: " << streams.size()
-         << " distinct stream(s) for " << devices.size() << " workers");
+    INFO("each worker needs a stream of its own, also when workers share a device: "
+         << streams.size() << " distinct stream(s) for " << devices.size() << " workers");
     CHECK(streams.size() == devices.size());
     if (one_thread_each) CHECK(threads.size() == devices.size());
   }
@@ -187,23 +159,17 @@ void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_
 
 // The call returns only when every worker's work is done: a host function enqueued after a
 // 25 ms spin kernel counts the workers whose work has finished.
-void CUDART_CB count_done(void* counter) { ++*static_cast<std::atomic<int>*>(counter); }
-
 void check_returns_when_done(Runner run) {
   for (const Devices& devices : worker_lists(require_gpus(1))) {
-    const auto done = std::make_unique<std::atomic<int>>(0);
+    DoneCounter counter;
     run_from_last_device(run, devices, [&](int, int, cudaStream_t stream) {
       launch_spin(25.0, stream);
-      CUDA_CHECK(cudaLaunchHostFunc(stream, count_done, done.get()));
+      counter.enqueue(stream);
     });
-    const int done_at_return = done->load();
-    for (const int d : std::set<int>(devices.begin(), devices.end())) {  // let late work end before `done` goes
-      course::DeviceGuard on(d);
-      CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    INFO("workers " << show(devices) << ": " << done_at_return
+    const int done = counter.done();
+    INFO("workers " << show(devices) << ": " << done
                     << " had finished when the call returned; wait for every worker's stream before returning");
-    CHECK(done_at_return == static_cast<int>(devices.size()));
+    CHECK(done == static_cast<int>(devices.size()));
   }
 }
 
@@ -215,7 +181,9 @@ void check_overlap(Runner run, const Devices& devices, const std::string& serial
                       overlap = measure_overlap(
                           static_cast<int>(devices.size()),
                           [&](int only) {
-                            run(devices, [only](int k, int, cudaStream_t s) { if (k == only) launch_spin(25.0, s); });
+                            run(devices, [only](int k, int, cudaStream_t s) {
+                              if (k == only) launch_spin(25.0, s);
+                            });
                           },
                           [&] { run(devices, [](int, int, cudaStream_t s) { launch_spin(25.0, s); }); });
                     });
@@ -277,7 +245,7 @@ TEST_CASE("each slice is allocated on its own device whatever device the caller 
           "[02-set-device][task:1][gpus:2][points:2]") {
   const int count = require_gpus(2);
   for (const int caller : {count - 1, 0}) {
-    for (const Devices& devices : {distinct_gpus(count), Devices{count - 1, 0, count - 1}}) {
+    for (const Devices& devices : distinct_gpu_lists(count)) {
       INFO("the workers " << show(devices) << ", GPU " << caller << " current before the call");
       CUDA_CHECK(cudaSetDevice(caller));
       StudentSlices owned(4099 * devices.size() + 1, devices);
@@ -358,9 +326,15 @@ TEST_CASE("an empty device list or a device the machine does not have is an erro
 
 TEST_CASE("each worker's work runs once with its device current and a stream of its own",
           "[02-set-device][task:2][gpus:1][points:1]") {
-  std::vector<Devices> lists = worker_lists(require_gpus(1));
+  require_gpus(1);
+  std::vector<Devices> lists = shared_gpu_lists();
   lists.push_back({});  // no workers: nothing is called
   check_calls(run_on_all_devices, lists, /*one_thread_each=*/false);
+}
+
+TEST_CASE("one thread switches to each worker's device and gives the caller its device back",
+          "[02-set-device][task:2][gpus:2][points:1]") {
+  check_calls(run_on_all_devices, distinct_gpu_lists(require_gpus(2)), /*one_thread_each=*/false);
 }
 
 TEST_CASE("run_on_all_devices returns only when every worker's work is done",
@@ -396,7 +370,7 @@ TEST_CASE("workers that share a GPU run at the same time instead of one after an
 
 TEST_CASE("workers on distinct GPUs run at the same time instead of one after another",
           "[02-set-device][task:2][gpus:2][points:1]") {
-  check_overlap(run_on_all_devices, distinct_gpus(require_gpus(2)),
+  check_overlap(run_on_all_devices, all_gpus(require_gpus(2)),
                 "the GPUs ran one after another: is there a synchronize inside the launch loop?");
 }
 
@@ -404,15 +378,15 @@ TEST_CASE("workers on distinct GPUs run at the same time instead of one after an
 
 TEST_CASE("each worker runs on a thread of its own with a stream of its own",
           "[02-set-device][task:3][gpus:1][points:1]") {
-  std::vector<Devices> lists = worker_lists(require_gpus(1));
+  require_gpus(1);
+  std::vector<Devices> lists = shared_gpu_lists();
   lists.push_back({});
   check_calls(run_one_thread_per_device, lists, /*one_thread_each=*/true);
 }
 
 TEST_CASE("each worker thread makes its own device current", "[02-set-device][task:3][gpus:2][points:2]") {
   // The caller is on the last GPU; a new thread starts on GPU 0 whatever its parent's device.
-  const int count = require_gpus(2);
-  check_calls(run_one_thread_per_device, {distinct_gpus(count), Devices{count - 1, 0, count - 1}}, true);
+  check_calls(run_one_thread_per_device, distinct_gpu_lists(require_gpus(2)), /*one_thread_each=*/true);
 }
 
 TEST_CASE("run_one_thread_per_device returns only when every worker's work is done",
@@ -473,15 +447,14 @@ TEST_CASE("a guard makes its device current and restores the previous one when i
   const int count = require_gpus(2);
   for (int from = 0; from < count; ++from) {
     for (int to = 0; to < count; ++to) {
-      INFO("device " << from << " current, then a ScopedDevice(" << to << ")");
+      INFO("GPU " << from << " current, then a ScopedDevice(" << to << "); previous() must be GPU " << from);
       CUDA_CHECK(cudaSetDevice(from));
       {
         ScopedDevice guard(to);
         CHECK(current_device() == to);
-        INFO("previous() must be the device that was current before the guard switched");
         CHECK(guard.previous() == from);
       }
-      INFO("when the guard's scope ended, device " << from << " should have been current again");
+      INFO("when the guard's scope ended, GPU " << from << " should have been current again");
       CHECK(current_device() == from);
     }
   }
@@ -491,64 +464,56 @@ TEST_CASE("a guard restores the previous device when an exception leaves its sco
           "[02-set-device][task:4][gpus:2][points:1]") {
   const int count = require_gpus(2);
   for (const auto& [from, to] : {std::pair{0, count - 1}, std::pair{count - 1, 0}}) {
-    INFO("device " << from << " current, then a ScopedDevice(" << to << ") whose scope an exception leaves");
+    INFO("GPU " << from << " current, then a ScopedDevice(" << to << ") whose scope an exception leaves: "
+                << "the destructor runs while the exception unwinds the scope, restore the device there");
     CUDA_CHECK(cudaSetDevice(from));
-    bool thrown = false;
-    try {
-      ScopedDevice guard(to);
-      throw std::runtime_error("leaving the scope by an exception");
-    } catch (const std::runtime_error&) {
-      thrown = true;
-    }
-    REQUIRE(thrown);
+    CHECK_THROWS_AS(
+        [&] {
+          ScopedDevice guard(to);
+          throw std::runtime_error("leaving by an exception");
+        }(),
+        std::runtime_error);
     CHECK(current_device() == from);
-
     // The same with a failing CUDA call inside the scope: CUDA_CHECK throws course::ApiError.
-    thrown = false;
-    try {
-      ScopedDevice guard(to);
-      CUDA_CHECK(cudaSetDevice(count));  // no such device
-    } catch (const course::ApiError&) {
-      thrown = true;
-    }
+    CHECK_THROWS_AS(
+        [&] {
+          ScopedDevice guard(to);
+          CUDA_CHECK(cudaSetDevice(count));
+        }(),
+        course::ApiError);
     (void)cudaGetLastError();
-    REQUIRE(thrown);
-    INFO("the destructor runs while an exception unwinds the scope: restore the device there");
     CHECK(current_device() == from);
   }
 }
 
 TEST_CASE("nested guards restore devices in reverse order", "[02-set-device][task:4][gpus:2][points:1]") {
   const int count = require_gpus(2);
-  const int outer = count - 1;
-  const int inner = count > 2 ? 1 : 0;
+  const int outer = count - 1, inner = count > 2 ? 1 : 0;
   CUDA_CHECK(cudaSetDevice(0));
   {
     ScopedDevice a(outer);
-    CHECK(current_device() == outer);
     {
       ScopedDevice b(inner);
-      CHECK(current_device() == inner);
       CHECK(b.previous() == outer);
       {
         ScopedDevice c(outer);
-        CHECK(current_device() == outer);
         CHECK(c.previous() == inner);
       }
-      INFO("after the innermost guard (to device " << outer << ") ended");
+      INFO("after the innermost guard (to GPU " << outer << ") ended");
       CHECK(current_device() == inner);
     }
-    INFO("after the middle guard (to device " << inner << ") ended");
+    INFO("after the middle guard (to GPU " << inner << ") ended");
     CHECK(current_device() == outer);
   }
-  INFO("after the outer guard (to device " << outer << ") ended; device 0 was current before it");
+  INFO("after the outer guard (to GPU " << outer << ") ended; GPU 0 was current before it");
   CHECK(current_device() == 0);
 }
 
-TEST_CASE("a guard to the device that is already current keeps it current", "[02-set-device][task:4][gpus:1][points:1]") {
+TEST_CASE("a guard to the device that is already current keeps it current",
+          "[02-set-device][task:4][gpus:1][points:1]") {
   const int count = require_gpus(1);
   for (int d = 0; d < count; ++d) {
-    INFO("device " << d << " current, then a ScopedDevice(" << d << ")");
+    INFO("GPU " << d << " current, then a ScopedDevice(" << d << ")");
     CUDA_CHECK(cudaSetDevice(d));
     {
       ScopedDevice guard(d);
@@ -560,15 +525,13 @@ TEST_CASE("a guard to the device that is already current keeps it current", "[02
 }
 
 TEST_CASE("a guard to a device that does not exist throws course::ApiError and changes nothing",
-          "[02-set-device][task:4][gpus:0][points:1]") {
-  // Runs on any machine: with no GPU, every device is one that does not exist.
-  const int count = gpu_count();
-  if (count > 0) CUDA_CHECK(cudaSetDevice(count - 1));
+          "[02-set-device][task:4][gpus:1][points:1]") {
+  // Not run without a GPU: there even cudaGetDevice fails, so any guard would throw.
+  const int count = require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(count - 1));
   CHECK_THROWS_AS(ScopedDevice{count}, course::ApiError);
   CHECK_THROWS_AS(ScopedDevice{-1}, course::ApiError);
   (void)cudaGetLastError();
-  if (count > 0) {
-    INFO("device " << count - 1 << " was current before the failed guard");
-    CHECK(current_device() == count - 1);
-  }
+  INFO("GPU " << count - 1 << " was current before the failed guard");
+  CHECK(current_device() == count - 1);
 }

@@ -6,11 +6,11 @@
 // through the student's task 2, so that each task is graded on its own. Copies use random bytes
 // into poisoned destinations with a guard zone after the end; timing facts are ratios with wide
 // margins, asserted only on links where the hardware makes them true, never absolute times.
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -43,7 +43,9 @@ constexpr const char* kNoPeerPair =
     "needs 2 GPUs with peer access between them; cudaDeviceCanAccessPeer is 0 for every pair here";
 
 // Peer access on or off through the runtime (not the student's task 2), as the record task 3 takes.
-PeerAccessState peer_access_by_runtime(bool on) { return PeerAccessState{set_peer_access_by_runtime(on)}; }
+PeerAccessState peer_access_by_runtime(bool on) {
+  return PeerAccessState{set_peer_access_by_runtime(on)};
+}
 
 std::vector<std::string> words_of(const std::string& line) {
   std::istringstream in(line);
@@ -65,8 +67,8 @@ void check_record_shape(const PeerAccessState& state, int count, const char* whi
 // ---- copying ----
 
 constexpr std::size_t kSmallChunk = 4096;  // many chunks from small sizes
-const std::vector<std::size_t> kSmallChunkSizes = {0, 1, kSmallChunk - 1, kSmallChunk, kSmallChunk + 1,
-                                                   2 * kSmallChunk, 5 * kSmallChunk + 77};
+const std::vector<std::size_t> kSmallChunkSizes = {
+    0, 1, kSmallChunk - 1, kSmallChunk, kSmallChunk + 1, 2 * kSmallChunk, 5 * kSmallChunk + 77};
 const std::size_t kDefaultChunk = CopyOptions{}.chunk_bytes;
 const std::vector<std::size_t> kDefaultChunkSizes = {2 * kDefaultChunk + 12345};  // two full chunks and a tail
 
@@ -106,8 +108,7 @@ double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
   const course::Stream stream(src_device);
   const course::Timing timing = course::measure(
       src_device, stream,
-      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2,
-      10);
+      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2, 10);
   return course::gigabytes_per_second(static_cast<double>(bytes), timing.median_ms);
 }
 
@@ -115,19 +116,18 @@ double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
 void require_fast_link(int a, int b) {
   if (!runtime_can_access(a, b) || !runtime_can_access(b, a))
     SKIP("needs 2 GPUs with peer access between them; GPU " << a << " and GPU " << b
-                                                          << " cannot access each other's memory");
+                                                            << " cannot access each other's memory");
   (void)set_peer_access_by_runtime(true);
   const double gbps = reference_one_way(a, b, kLargeCopy);
   if (gbps < kFastLinkGigabytesPerSecond)
-    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than " << kFastLinkGigabytesPerSecond
-                                                                       << " GB/s, more than PCIe carries); GPU " << a
-                                                                       << " -> GPU " << b << " runs at " << gbps
-                                                                       << " GB/s");
+    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than "
+         << kFastLinkGigabytesPerSecond << " GB/s, more than PCIe carries); GPU " << a << " -> GPU " << b << " runs at "
+         << gbps << " GB/s");
 }
 
 void check_consistent(const Measurement& m, double bytes_per_operation, int repeats, const char* what) {
-  INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats
-            << " repeats, " << m.gigabytes_per_second << " GB/s for " << bytes_per_operation << " bytes");
+  INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats << " repeats, "
+            << m.gigabytes_per_second << " GB/s for " << bytes_per_operation << " bytes");
   CHECK(m.repeats == repeats);
   CHECK(m.median_ms > 0);
   CHECK(m.min_ms > 0);
@@ -163,7 +163,8 @@ TEST_CASE("the peer matrix has a row and a column per device and nothing on its 
   }
 }
 
-TEST_CASE("every entry of the peer matrix matches what the runtime says", "[03-peer-access][task:1][gpus:2][points:2]") {
+TEST_CASE("every entry of the peer matrix matches what the runtime says",
+          "[03-peer-access][task:1][gpus:2][points:2]") {
   const int count = require_gpus(2);
   const PeerMatrix matrix = query_peer_matrix();
   REQUIRE(matrix.links.size() == static_cast<std::size_t>(count));
@@ -355,8 +356,7 @@ TEST_CASE("a forced staged copy arrives intact for every ordered pair including 
         check_copies(src, dst, state, small, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
         CopyOptions large;  // full-size chunks, staging memory of the copy's own
         large.force_staged = true;
-        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged,
-                     case_seed(salt + 1000));
+        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
       }
     }
   });
@@ -372,11 +372,11 @@ TEST_CASE("a staged copy goes through the caller's pinned memory with two chunks
   constexpr std::size_t kBytes = 5 * kSmallChunk + 77;
   const std::vector<std::uint8_t> input = course::random_bytes(kBytes, case_seed(330));
   course::PinnedBuffer<std::uint8_t> staging(2 * kSmallChunk);
-  const std::vector<std::pair<int, int>> pairs = count > 1 ? std::vector<std::pair<int, int>>{{0, 0}, {0, 1}}
-                                                           : std::vector<std::pair<int, int>>{{0, 0}};
+  const std::vector<std::pair<int, int>> pairs =
+      count > 1 ? std::vector<std::pair<int, int>>{{0, 0}, {0, 1}} : std::vector<std::pair<int, int>>{{0, 0}};
   for (const auto& [src, dst] : pairs) {
-    INFO("a forced staged copy of " << kBytes << " bytes in chunks of " << kSmallChunk << ", GPU " << src
-                                     << " to GPU " << dst);
+    INFO("a forced staged copy of " << kBytes << " bytes in chunks of " << kSmallChunk << ", GPU " << src << " to GPU "
+                                    << dst);
     const course::DeviceBuffer<std::uint8_t> from(src, kBytes), to(dst, kBytes);
     CUDA_CHECK(cudaMemcpy(from.data(), input.data(), kBytes, cudaMemcpyHostToDevice));
     std::fill(staging.data(), staging.data() + staging.size(), course::kPoisonByte);
@@ -393,8 +393,9 @@ TEST_CASE("a staged copy goes through the caller's pinned memory with two chunks
     };
     const std::ptrdiff_t last = find(5 * kSmallChunk, kBytes), before_last = find(4 * kSmallChunk, 5 * kSmallChunk);
     const auto nowhere = static_cast<std::ptrdiff_t>(staging.size());
-    INFO("in the staging memory, the last chunk starts at byte " << (last == nowhere ? -1 : last)
-         << " and the one before it at byte " << (before_last == nowhere ? -1 : before_last)
+    INFO("in the staging memory, the last chunk starts at byte "
+         << (last == nowhere ? -1 : last) << " and the one before it at byte "
+         << (before_last == nowhere ? -1 : before_last)
          << " (-1: not there, whole). Stage every chunk through options.staging, alternating its two halves");
     CHECK(last != nowhere);
     CHECK(before_last != nowhere);
@@ -433,8 +434,7 @@ TEST_CASE("with peer access off copies between devices are staged and arrive int
         options.chunk_bytes = kSmallChunk;
         const std::uint64_t salt = 500 + static_cast<std::uint64_t>(src * count + dst);
         check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
-        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged,
-                     case_seed(salt + 1000));
+        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
       }
     }
   });
@@ -519,7 +519,8 @@ TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on i
   const auto [a, b] = pairs.front();
   constexpr std::size_t n = std::size_t{64} << 20;  // 256 MiB of floats
   const std::uint64_t seed = case_seed(750);
-  const std::vector<float> local = course::random_small_integers(n, seed), remote = course::random_small_integers(n, seed + 1);
+  const std::vector<float> local = course::random_small_integers(n, seed),
+                           remote = course::random_small_integers(n, seed + 1);
   const course::DeviceBuffer<float> local_a(a, n), out_a(a, n), remote_b(b, n);
   CUDA_CHECK(cudaMemcpy(local_a.data(), local.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(remote_b.data(), remote.data(), n * sizeof(float), cudaMemcpyHostToDevice));
@@ -534,9 +535,8 @@ TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on i
   const course::DeviceBuffer<std::uint8_t> filler(a, free_a - headroom);
   INFO("GPU " << a << " has about " << headroom / 1e6 << " MB free; the remote buffer on GPU " << b << " is "
               << n * sizeof(float) / 1e6 << " MB: read it through its address, do not copy it first");
-  run_with_watchdog("add_peer_buffer with little memory left", kCopyLimit, kAddHint, [&] {
-    REQUIRE_NOTHROW(add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n));
-  });
+  run_with_watchdog("add_peer_buffer with little memory left", kCopyLimit, kAddHint,
+                    [&] { REQUIRE_NOTHROW(add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n)); });
   std::vector<float> got(n), expected(n);
   for (std::size_t i = 0; i < n; ++i) expected[i] = local[i] + remote[i];  // exact: small integers
   CUDA_CHECK(cudaMemcpy(got.data(), out_a.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -563,8 +563,8 @@ TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of t
                      options.repeats, "measure_staged(0, 0, serial)");
     const Measurement latency = measure_latency(0, 0, options);
     check_consistent(latency, static_cast<double>(kLatencyBytes), options.repeats, "measure_latency(0, 0), per copy");
-    INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes
-              << "-byte one " << one_way.median_ms * 1e3 << " us");
+    INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes << "-byte one "
+              << one_way.median_ms * 1e3 << " us");
     CHECK(latency.median_ms < one_way.median_ms);
   });
 }
@@ -624,9 +624,9 @@ TEST_CASE("the overlapped staged copy beats the serial one by more than 1.2x",
   run_with_watchdog("measure_staged between GPU 0 and GPU 1", kMeasureLimit, kCopyHint, [&] {
     const Measurement serial = measure_staged(0, 1, kLargeCopy, false, chunk);
     const Measurement overlapped = measure_staged(0, 1, kLargeCopy, true, chunk);
-    INFO("GPU 0 -> GPU 1 through pinned host memory, " << kLargeCopy << " bytes in chunks of " << chunk
-                                                       << ": serial " << serial.gigabytes_per_second
-                                                       << " GB/s, overlapped " << overlapped.gigabytes_per_second
+    INFO("GPU 0 -> GPU 1 through pinned host memory, " << kLargeCopy << " bytes in chunks of " << chunk << ": serial "
+                                                       << serial.gigabytes_per_second << " GB/s, overlapped "
+                                                       << overlapped.gigabytes_per_second
                                                        << " GB/s (ideally close to 2x: the two halves run at once)");
     CHECK(overlapped.gigabytes_per_second > 1.2 * serial.gigabytes_per_second);
   });

@@ -4,10 +4,10 @@
 // One checker for every copy of the course (see copies.h).
 #include "copies.h"
 
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 
 #include "../buffers.h"
 #include "../check.h"
@@ -30,8 +30,8 @@ void check_copies(const CopySet& set, const CopyCall& copy) {
       DeviceGuard on_destination(set.dst_device);
       course::poison_device(dst.data(), dst.bytes());
     }
-    INFO("copy of " << bytes << " bytes from GPU " << set.src_device << " to GPU " << set.dst_device << ", "
-                    << set.what << ", GPU " << set.caller_device << " current before the call");
+    INFO("copy of " << bytes << " bytes from GPU " << set.src_device << " to GPU " << set.dst_device << ", " << set.what
+                    << ", GPU " << set.caller_device << " current before the call");
     CUDA_CHECK(cudaSetDevice(set.caller_device));
     const std::string answer = copy(dst.data(), src.data(), bytes);
     CHECK(answer == set.expected_answer);

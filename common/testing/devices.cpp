@@ -4,9 +4,9 @@
 // Device facts for the tests: pointer placement, peer access on and off, children under a mask.
 #include "devices.h"
 
-#include <catch2/catch_test_macros.hpp>
 #include <cuda.h>  // types of the driver entry point below; the driver library itself is not linked
 
+#include <catch2/catch_test_macros.hpp>
 #include <sstream>
 
 #include "../check.h"
@@ -17,10 +17,14 @@ namespace course::testing {
 std::string Placement::describe() const {
   if (error != cudaSuccess) return std::string("an error from cudaPointerGetAttributes: ") + cudaGetErrorName(error);
   switch (type) {
-    case cudaMemoryTypeUnregistered: return "unregistered host memory (or no allocation at all)";
-    case cudaMemoryTypeHost: return "pinned host memory";
-    case cudaMemoryTypeDevice: return "device memory of GPU " + std::to_string(device);
-    case cudaMemoryTypeManaged: return "managed memory";
+    case cudaMemoryTypeUnregistered:
+      return "unregistered host memory (or no allocation at all)";
+    case cudaMemoryTypeHost:
+      return "pinned host memory";
+    case cudaMemoryTypeDevice:
+      return "device memory of GPU " + std::to_string(device);
+    case cudaMemoryTypeManaged:
+      return "managed memory";
   }
   return "memory of an unknown type";
 }
@@ -103,8 +107,7 @@ bool holds_context(int device) {
   if (reinterpret_cast<CUresult (*)(CUdevice*, int)>(get_device)(&handle, device) != CUDA_SUCCESS) return true;
   unsigned int flags = 0;
   int active = 1;
-  if (reinterpret_cast<CUresult (*)(CUdevice, unsigned int*, int*)>(get_state)(handle, &flags, &active) !=
-      CUDA_SUCCESS)
+  if (reinterpret_cast<CUresult (*)(CUdevice, unsigned int*, int*)>(get_state)(handle, &flags, &active) != CUDA_SUCCESS)
     return true;
   return active != 0;
 }
@@ -116,10 +119,12 @@ std::string run_child_under_device_mask(const std::string& case_name, const std:
   for (const int device : parent_ordinals) {
     int mode = cudaComputeModeDefault;
     CUDA_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device));
-    if (mode == cudaComputeModeProhibited) SKIP("GPU " << device << " is in PROHIBITED compute mode: no process may use it");
+    if (mode == cudaComputeModeProhibited)
+      SKIP("GPU " << device << " is in PROHIBITED compute mode: no process may use it");
     if (mode == cudaComputeModeExclusiveProcess && holds_context(device))
-      SKIP("GPU " << device << " is in EXCLUSIVE_PROCESS compute mode and this test program already holds it, so a "
-                  "child process cannot use it; run this case alone (the grader does), or in DEFAULT compute mode");
+      SKIP("GPU " << device
+                  << " is in EXCLUSIVE_PROCESS compute mode and this test program already holds it, so a "
+                     "child process cannot use it; run this case alone (the grader does), or in DEFAULT compute mode");
   }
   const ChildResult child = run_child_case(case_name, {{"CUDA_VISIBLE_DEVICES", mask}});
   INFO("child process with CUDA_VISIBLE_DEVICES=" << mask << " exited with " << child.exit_code << "; its log:\n"

@@ -28,7 +28,9 @@ constexpr double kSpinMs = 20.0;
 
 using Runner = void (*)(std::span<const int>, const lesson02::DeviceWork&);
 
-double median_ms(const std::function<void()>& run) { return course::measure_host(run, /*warmup=*/1, /*repeats=*/5).median_ms; }
+double median_ms(const std::function<void()>& run) {
+  return course::measure_host(run, /*warmup=*/1, /*repeats=*/5).median_ms;
+}
 
 const char* reading(int gpus, double speedup) {
   if (speedup >= 0.8 * gpus) return "the workers ran at the same time";
@@ -123,8 +125,7 @@ int main() {
     std::cout << "\nA buffer of 10000003 floats over " << devices.size() << " workers:\n";
     scale_a_spread_buffer(devices);
 
-    std::cout << "The spin kernel keeps each worker busy for " << kSpinMs
-              << " ms; host-clock medians of 5 runs:\n";
+    std::cout << "The spin kernel keeps each worker busy for " << kSpinMs << " ms; host-clock medians of 5 runs:\n";
     time_overlap("One thread, all devices (run_on_all_devices):", lesson02::run_on_all_devices, devices);
     time_overlap("One thread per device (run_one_thread_per_device):", lesson02::run_one_thread_per_device, devices);
     return 0;

@@ -26,17 +26,19 @@ namespace {
 
 using Matrix = std::vector<std::vector<double>>;
 
-constexpr std::size_t kBytes = std::size_t{256} << 20;      // 256 MiB per copy
-constexpr std::size_t kChunk = std::size_t{8} << 20;        // staged path: 8 MiB chunks
-constexpr double kNvlinkPerDirection = 450;                 // NVLink 4 (H100/H200), 18 links x 25 GB/s
-constexpr double kPcieGen5PerDirection = 64;                // PCIe Gen5 x16, before protocol overhead
-constexpr double kTargetOneWay = 380;                       // the reference solution on the 4-GPU H200 host
+constexpr std::size_t kBytes = std::size_t{256} << 20;  // 256 MiB per copy
+constexpr std::size_t kChunk = std::size_t{8} << 20;    // staged path: 8 MiB chunks
+constexpr double kNvlinkPerDirection = 450;             // NVLink 4 (H100/H200), 18 links x 25 GB/s
+constexpr double kPcieGen5PerDirection = 64;            // PCIe Gen5 x16, before protocol overhead
+constexpr double kTargetOneWay = 380;                   // the reference solution on the 4-GPU H200 host
 constexpr double kTargetBothWays = 760;
 constexpr double kTargetOverlapRatio = 1.5;
 const lesson03::MeasureOptions kFast{2, 20};  // copies over NVLink take a millisecond or less
 const lesson03::MeasureOptions kSlow{1, 8};   // copies through the host take ten times longer
 
-Matrix square(int n) { return Matrix(n, std::vector<double>(n, 0.0)); }
+Matrix square(int n) {
+  return Matrix(n, std::vector<double>(n, 0.0));
+}
 
 // values[i][j] for every ordered pair, or for the pairs i != j when `with_diagonal` is false.
 Matrix for_each_pair(int n, bool with_diagonal, const std::function<double(int, int)>& measure) {
@@ -142,26 +144,22 @@ int main() {
     lesson03::print_peer_matrix(std::cout, links);
 
     (void)lesson03::enable_peer_access_all();
-    const Matrix one_way_on = for_each_pair(count, true, [](int i, int j) {
-      return lesson03::measure_one_way(i, j, kBytes, kFast).gigabytes_per_second;
-    });
+    const Matrix one_way_on = for_each_pair(
+        count, true, [](int i, int j) { return lesson03::measure_one_way(i, j, kBytes, kFast).gigabytes_per_second; });
     const Matrix both_ways_on = for_each_pair(count, true, [](int i, int j) {
       return lesson03::measure_both_ways(i, j, kBytes, kFast).gigabytes_per_second;
     });
-    const Matrix latency_on = for_each_pair(count, true, [](int i, int j) {
-      return lesson03::measure_latency(i, j, kFast).median_ms * 1e3;
-    });
+    const Matrix latency_on =
+        for_each_pair(count, true, [](int i, int j) { return lesson03::measure_latency(i, j, kFast).median_ms * 1e3; });
 
     (void)lesson03::disable_peer_access_all();
-    const Matrix one_way_off = for_each_pair(count, false, [](int i, int j) {
-      return lesson03::measure_one_way(i, j, kBytes, kSlow).gigabytes_per_second;
-    });
+    const Matrix one_way_off = for_each_pair(
+        count, false, [](int i, int j) { return lesson03::measure_one_way(i, j, kBytes, kSlow).gigabytes_per_second; });
     const Matrix both_ways_off = for_each_pair(count, false, [](int i, int j) {
       return lesson03::measure_both_ways(i, j, kBytes, kSlow).gigabytes_per_second;
     });
-    const Matrix latency_off = for_each_pair(count, false, [](int i, int j) {
-      return lesson03::measure_latency(i, j, kSlow).median_ms * 1e3;
-    });
+    const Matrix latency_off = for_each_pair(
+        count, false, [](int i, int j) { return lesson03::measure_latency(i, j, kSlow).median_ms * 1e3; });
     const Matrix staged_serial = for_each_pair(count, false, [](int i, int j) {
       return lesson03::measure_staged(i, j, kBytes, false, kChunk, kSlow).gigabytes_per_second;
     });
@@ -176,19 +174,19 @@ int main() {
     const std::string nvlink = "NVLink 4's " + std::to_string(static_cast<int>(kNvlinkPerDirection)) + " GB/s";
     const std::string nvlink2 = "NVLink 4's " + std::to_string(static_cast<int>(2 * kNvlinkPerDirection)) + " GB/s";
     const std::string pcie = "PCIe Gen5 x16's ~" + std::to_string(static_cast<int>(kPcieGen5PerDirection)) + " GB/s";
-    const std::string pcie2 = "PCIe Gen5 x16's ~" + std::to_string(static_cast<int>(2 * kPcieGen5PerDirection)) + " GB/s";
+    const std::string pcie2 =
+        "PCIe Gen5 x16's ~" + std::to_string(static_cast<int>(2 * kPcieGen5PerDirection)) + " GB/s";
 
     print_matrix("Unidirectional bandwidth, P2P on (cudaMemcpyPeerAsync), GB/s", one_way_on, true);
     print_spread(one_way_on, kNvlinkPerDirection, nvlink + " per direction");
     print_matrix("Bidirectional bandwidth, P2P on (both directions at once, total), GB/s", both_ways_on, true);
     print_spread(both_ways_on, 2 * kNvlinkPerDirection, nvlink2 + " both ways");
-    print_matrix("Unidirectional bandwidth, P2P off (the driver stages through host memory), GB/s", one_way_off,
-                 false);
+    print_matrix("Unidirectional bandwidth, P2P off (the driver stages through host memory), GB/s", one_way_off, false);
     print_spread(one_way_off, kPcieGen5PerDirection, pcie + " per direction");
     print_matrix("Bidirectional bandwidth, P2P off, GB/s", both_ways_off, false);
     print_spread(both_ways_off, 2 * kPcieGen5PerDirection, pcie2 + " both ways");
-    print_matrix("Latency of a " + std::to_string(lesson03::kLatencyBytes) + "-byte copy, P2P on, us", latency_on,
-                 true, 2);
+    print_matrix("Latency of a " + std::to_string(lesson03::kLatencyBytes) + "-byte copy, P2P on, us", latency_on, true,
+                 2);
     print_spread(latency_on, 0, "", "us", 2);
     print_matrix("Latency of a " + std::to_string(lesson03::kLatencyBytes) + "-byte copy, P2P off, us", latency_off,
                  false, 2);
