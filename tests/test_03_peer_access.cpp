@@ -98,32 +98,6 @@ constexpr const char* kCopyHint =
 // ---- measuring ----
 
 constexpr std::size_t kLargeCopy = std::size_t{256} << 20;  // 256 MiB: long enough for the link's full speed
-// PCIe Gen5 x16 carries at most ~64 GB/s per direction: a peer copy faster than this runs over
-// NVLink (or a similar fabric), where the ratios below have wide margins.
-constexpr double kFastLinkGigabytesPerSecond = 100;
-
-double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
-  const course::DeviceBuffer<std::uint8_t> src(src_device, bytes);
-  const course::DeviceBuffer<std::uint8_t> dst(dst_device, bytes);
-  const course::Stream stream(src_device);
-  const course::Timing timing = course::measure(
-      src_device, stream,
-      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2, 10);
-  return course::gigabytes_per_second(static_cast<double>(bytes), timing.median_ms);
-}
-
-// SKIPs unless a and b reach each other over a link faster than PCIe; leaves peer access on.
-void require_fast_link(int a, int b) {
-  if (!runtime_can_access(a, b) || !runtime_can_access(b, a))
-    SKIP("needs 2 GPUs with peer access between them; GPU " << a << " and GPU " << b
-                                                            << " cannot access each other's memory");
-  (void)set_peer_access_by_runtime(true);
-  const double gbps = reference_one_way(a, b, kLargeCopy);
-  if (gbps < kFastLinkGigabytesPerSecond)
-    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than "
-         << kFastLinkGigabytesPerSecond << " GB/s, more than PCIe carries); GPU " << a << " -> GPU " << b << " runs at "
-         << gbps << " GB/s");
-}
 
 void check_consistent(const Measurement& m, double bytes_per_operation, int repeats, const char* what) {
   INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats << " repeats, "
@@ -594,7 +568,7 @@ TEST_CASE("the one-way bandwidth agrees with a reference measurement of the same
 TEST_CASE("with peer access off the same copy runs more than 3x slower through the host",
           "[03-peer-access][task:5][gpus:2][points:1]") {
   require_gpus(2);
-  require_fast_link(0, 1);
+  require_fast_link(0, 1, kLargeCopy);
   run_with_watchdog("measure_one_way with peer access on and off", kMeasureLimit, kMeasureHint, [&] {
     set_peer_access_by_runtime(true);
     const Measurement on = measure_one_way(0, 1, kLargeCopy);
@@ -610,7 +584,7 @@ TEST_CASE("with peer access off the same copy runs more than 3x slower through t
 TEST_CASE("both directions at once move more than 1.3x the bytes of one direction",
           "[03-peer-access][task:5][gpus:2][points:1]") {
   require_gpus(2);
-  require_fast_link(0, 1);
+  require_fast_link(0, 1, kLargeCopy);
   run_with_watchdog("measure_both_ways between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
     const Measurement one = measure_one_way(0, 1, kLargeCopy);
     const Measurement both = measure_both_ways(0, 1, kLargeCopy);

@@ -9,8 +9,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <sstream>
 
+#include "../buffers.h"
 #include "../check.h"
 #include "../device_guard.h"
+#include "../timer.h"
 
 namespace course::testing {
 
@@ -84,6 +86,28 @@ cudaError_t disable_again(int device, int peer) {
   const cudaError_t error = cudaDeviceDisablePeerAccess(peer);
   (void)cudaGetLastError();
   return error;
+}
+
+double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
+  const DeviceBuffer<std::uint8_t> src(src_device, bytes);
+  const DeviceBuffer<std::uint8_t> dst(dst_device, bytes);
+  const Stream stream(src_device);
+  const Timing timing = measure(
+      src_device, stream,
+      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2, 10);
+  return gigabytes_per_second(static_cast<double>(bytes), timing.median_ms);
+}
+
+void require_fast_link(int a, int b, std::size_t bytes) {
+  if (!runtime_can_access(a, b) || !runtime_can_access(b, a))
+    SKIP("needs 2 GPUs with peer access between them; GPU " << a << " and GPU " << b
+                                                            << " cannot access each other's memory");
+  (void)set_peer_access_by_runtime(true);
+  const double gbps = reference_one_way(a, b, bytes);
+  if (gbps < kFastLinkGigabytesPerSecond)
+    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than "
+         << kFastLinkGigabytesPerSecond << " GB/s, more than PCIe carries); GPU " << a << " -> GPU " << b << " runs at "
+         << gbps << " GB/s");
 }
 
 namespace {

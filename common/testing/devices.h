@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,20 @@ std::vector<std::vector<bool>> set_peer_access_by_runtime(bool on);
 // ("not enabled") means it was on (off). Careful: if it was off (on), this switches it.
 cudaError_t enable_again(int device, int peer);
 cudaError_t disable_again(int device, int peer);
+
+// ---- links ----
+
+// GB/s (10^9 bytes) of one cudaMemcpyPeerAsync of `bytes` from src to dst, the median of 10
+// timed runs after 2 untimed ones: the test's own measurement, to hold a student's against.
+double reference_one_way(int src_device, int dst_device, std::size_t bytes);
+
+// PCIe Gen5 x16 carries at most ~64 GB/s per direction: a peer copy faster than this runs over
+// NVLink (or a similar fabric), where ratios between paths have wide margins.
+constexpr double kFastLinkGigabytesPerSecond = 100;
+
+// SKIPs unless a and b have peer access both ways over a link faster than PCIe (measured with
+// copies of `bytes`); leaves peer access on.
+void require_fast_link(int a, int b, std::size_t bytes);
 
 // ---- a child process under a device mask ----
 
