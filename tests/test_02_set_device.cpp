@@ -12,6 +12,7 @@
 #include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -119,22 +120,31 @@ struct Call {
   int worker = -1, device = -1, current = -1, stream_device = -1;
   cudaStream_t stream = nullptr;
   std::thread::id thread;
+  bool met_all = true;  // one thread each: every worker was inside its work at the same time
 };
 
-// Each worker's work is called once, with its own device current and a stream of its own on it;
-// with one_thread_each, on a thread of its own that is not the caller's.
+// Each worker's work is called once, with its own device current and a stream of its own on it.
+// With one_thread_each, on a thread of its own: each worker then waits (up to 5 s) until every
+// worker is inside its work, so all threads and streams are alive at once (a finished thread's id
+// and a destroyed stream's handle may be reused, so only live ones are compared), and workers run
+// one after another never all arrive.
 void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_each) {
   for (const Devices& devices : lists) {
     INFO("workers " << show(devices));
     std::mutex mutex;
+    std::condition_variable arrived;
     std::vector<Call> calls;
     run_from_last_device(run, devices, [&](int worker, int device, cudaStream_t stream) {
       Call call{worker, device, -1, -1, stream, std::this_thread::get_id()};
       CUDA_CHECK(cudaGetDevice(&call.current));
       if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread)
         CUDA_CHECK(cudaStreamGetDevice(stream, &call.stream_device));
-      std::lock_guard<std::mutex> lock(mutex);
+      std::unique_lock<std::mutex> lock(mutex);
+      const std::size_t mine = calls.size();
       calls.push_back(call);
+      arrived.notify_all();
+      if (one_thread_each)
+        calls[mine].met_all = arrived.wait_for(lock, 5s, [&] { return calls.size() == devices.size(); });
     });
     REQUIRE(calls.size() == devices.size());
     std::set<cudaStream_t> streams;
@@ -151,11 +161,16 @@ void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_
       CHECK(call.stream_device == expected);  // -1: a default stream, which a worker must not get
       streams.insert(call.stream);
       threads.insert(call.thread);
-      if (one_thread_each) CHECK(call.thread != std::this_thread::get_id());
+      if (one_thread_each) {
+        CHECK(call.thread != std::this_thread::get_id());
+        INFO("worker " << call.worker << " waited 5 s for the others to start: start every worker before joining any");
+        CHECK(call.met_all);
+      }
     }
     INFO("each worker needs a stream of its own, also when workers share a device: "
          << streams.size() << " distinct stream(s) for " << devices.size() << " workers");
     CHECK(streams.size() == devices.size());
+    INFO(threads.size() << " distinct thread(s) ran the work");
     if (one_thread_each) CHECK(threads.size() == devices.size());
   }
 }
