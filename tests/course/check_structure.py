@@ -134,6 +134,16 @@ def check_lesson(root, lesson, table):
                          ("[task:N] test tags", tag_tasks)]:
         if tasks != todo_tasks:
             problems.append(f"{name}: TODO(task N) markers name tasks {sorted(todo_tasks)} but {label} name {sorted(tasks)}")
+    # "file:line" in the README (expected output) must still point where it says: a starter line at a
+    # NOT_IMPLEMENTED, a test file line at a TEST_CASE or an assertion.
+    for file_name, number in re.findall(r"([\w.]+\.(?:cu|cpp)):(\d+)", readme_text):
+        target = {starter.name: (starter_text, "NOT_IMPLEMENTED"), test.name: (test_text, "TEST_CASE|CHECK|REQUIRE")}
+        if file_name in target:
+            text, expected = target[file_name]
+            lines = text.splitlines()
+            line = lines[int(number) - 1] if 0 < int(number) <= len(lines) else ""
+            if not re.search(expected, line):
+                problems.append(f"{name}: README.md points at {file_name}:{number}, which is not a {expected} line")
     if re.search(r"TODO\(task \d", solution_text) or 'NOT_IMPLEMENTED("' in solution_text:
         problems.append(f"{name}: the solution still has a TODO(task N) or NOT_IMPLEMENTED")
     problems += [f"{name}: {p}" for p in differences_outside_todo(starter_text.splitlines(), solution_text.splitlines())]
