@@ -25,10 +25,15 @@ std::string format_failure(const char* call, const char* file, int line, const s
 
 const char* course_relative_path(const char* file) {
   // Meson hands the compiler paths relative to the build folder ("../lessons/...") or
-  // absolute ones; a reader wants the path inside the course.
+  // absolute ones; a reader wants the path inside the course. The last top-level folder name in
+  // the path wins, so a course kept under a folder called "tests" (~/tests/course/...) still reads
+  // "lessons/...".
+  const char* inside = nullptr;
   for (const char* root : {"/lessons/", "/solutions/", "/tests/", "/common/"}) {
-    if (const char* found = std::strstr(file, root)) return found + 1;
+    for (const char* found = std::strstr(file, root); found != nullptr; found = std::strstr(found + 1, root))
+      if (inside == nullptr || found + 1 > inside) inside = found + 1;
   }
+  if (inside != nullptr) return inside;
   while (std::strncmp(file, "../", 3) == 0) file += 3;
   return file;
 }
