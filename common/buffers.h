@@ -108,8 +108,7 @@ class Stream {
     (void)cudaStreamDestroy(stream_);
     (void)cudaSetDevice(previous);
   }
-  Stream(Stream&& other) noexcept
-      : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream(Stream&& other) noexcept : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
   Stream& operator=(Stream&&) = delete;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;

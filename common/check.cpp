@@ -17,8 +17,7 @@ namespace {
 std::string format_failure(const char* call, const char* file, int line, const std::string& name,
                            const std::string& description) {
   std::ostringstream out;
-  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": "
-      << description;
+  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": " << description;
   return out.str();
 }
 
@@ -26,10 +25,15 @@ std::string format_failure(const char* call, const char* file, int line, const s
 
 const char* course_relative_path(const char* file) {
   // Meson hands the compiler paths relative to the build folder ("../lessons/...") or
-  // absolute ones; a reader wants the path inside the course.
+  // absolute ones; a reader wants the path inside the course. The last top-level folder name in
+  // the path wins, so a course kept under a folder called "tests" (~/tests/course/...) still reads
+  // "lessons/...".
+  const char* inside = nullptr;
   for (const char* root : {"/lessons/", "/solutions/", "/tests/", "/common/"}) {
-    if (const char* found = std::strstr(file, root)) return found + 1;
+    for (const char* found = std::strstr(file, root); found != nullptr; found = std::strstr(found + 1, root))
+      if (inside == nullptr || found + 1 > inside) inside = found + 1;
   }
+  if (inside != nullptr) return inside;
   while (std::strncmp(file, "../", 3) == 0) file += 3;
   return file;
 }
@@ -41,8 +45,7 @@ void throw_cuda_error(cudaError_t error, const char* call, const char* file, int
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
   const auto s = static_cast<cublasStatus_t>(status);
-  throw ApiError("cuBLAS", status,
-                 format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
+  throw ApiError("cuBLAS", status, format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
 }
 
 void throw_nccl_error(int result, const char* call, const char* file, int line) {
@@ -54,9 +57,8 @@ void throw_nccl_error(int result, const char* call, const char* file, int line) 
     description += last;
     description += ')';
   }
-  const char* names[] = {"ncclSuccess",        "ncclUnhandledCudaError", "ncclSystemError",
-                         "ncclInternalError",  "ncclInvalidArgument",    "ncclInvalidUsage",
-                         "ncclRemoteError",    "ncclInProgress"};
+  const char* names[] = {"ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+                         "ncclInvalidArgument", "ncclInvalidUsage",       "ncclRemoteError", "ncclInProgress"};
   const std::string name = (result >= 0 && result < static_cast<int>(sizeof names / sizeof *names))
                                ? names[result]
                                : "ncclResult(" + std::to_string(result) + ")";

@@ -38,11 +38,10 @@ const char* course_relative_path(const char* file);
 }  // namespace course
 
 // Checks a CUDA runtime call.
-#define CUDA_CHECK(call)                                                      \
-  do {                                                                        \
-    const cudaError_t course_error_ = (call);                                 \
-    if (course_error_ != cudaSuccess)                                         \
-      ::course::throw_cuda_error(course_error_, #call, __FILE__, __LINE__);   \
+#define CUDA_CHECK(call)                                                                                    \
+  do {                                                                                                      \
+    const cudaError_t course_error_ = (call);                                                               \
+    if (course_error_ != cudaSuccess) ::course::throw_cuda_error(course_error_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // Checks the launch just made (bad configuration, no kernel image for this GPU, ...).
@@ -50,17 +49,17 @@ const char* course_relative_path(const char* file);
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 // Checks a cuBLAS call (include <cublas_v2.h> before using it).
-#define CUBLAS_CHECK(call)                                                                    \
-  do {                                                                                        \
-    const cublasStatus_t course_status_ = (call);                                             \
-    if (course_status_ != CUBLAS_STATUS_SUCCESS)                                              \
+#define CUBLAS_CHECK(call)                                                                       \
+  do {                                                                                           \
+    const cublasStatus_t course_status_ = (call);                                                \
+    if (course_status_ != CUBLAS_STATUS_SUCCESS)                                                 \
       ::course::throw_cublas_error(static_cast<int>(course_status_), #call, __FILE__, __LINE__); \
   } while (0)
 
 // Checks an NCCL call (include <nccl.h> before using it); the message adds ncclGetLastError().
-#define NCCL_CHECK(call)                                                                      \
-  do {                                                                                        \
-    const ncclResult_t course_result_ = (call);                                               \
-    if (course_result_ != ncclSuccess)                                                        \
+#define NCCL_CHECK(call)                                                                       \
+  do {                                                                                         \
+    const ncclResult_t course_result_ = (call);                                                \
+    if (course_result_ != ncclSuccess)                                                         \
       ::course::throw_nccl_error(static_cast<int>(course_result_), #call, __FILE__, __LINE__); \
   } while (0)

@@ -38,8 +38,8 @@ std::string Comparison::describe() const {
     out << "all " << checked << " elements match";
     return out.str();
   }
-  out << mismatches << " of " << checked << " elements differ; first at [" << first_index
-      << "]: got " << first_value << ", expected " << first_expected;
+  out << mismatches << " of " << checked << " elements differ; first at [" << first_index << "]: got " << first_value
+      << ", expected " << first_expected;
   if (!mismatches_per_part.empty()) {
     out << "; mismatches per part (GPU):";
     for (std::size_t m : mismatches_per_part) out << ' ' << m;

@@ -31,12 +31,11 @@ struct Comparison {
 // Element-wise equality. Bytes and integers; NaN never equals anything.
 Comparison compare_exact(const std::uint8_t* got, const std::uint8_t* expected, std::size_t n,
                          const std::vector<Range>& parts = {});
-Comparison compare_exact(const float* got, const float* expected, std::size_t n,
-                         const std::vector<Range>& parts = {});
+Comparison compare_exact(const float* got, const float* expected, std::size_t n, const std::vector<Range>& parts = {});
 
 // |got - expected| <= abs_tol + rel_tol * |expected| for every element; the expected values
 // come from a double-precision reference. NaN and infinity in `got` always mismatch.
-Comparison compare_close(const float* got, const double* expected, std::size_t n, double rel_tol,
-                         double abs_tol, const std::vector<Range>& parts = {});
+Comparison compare_close(const float* got, const double* expected, std::size_t n, double rel_tol, double abs_tol,
+                         const std::vector<Range>& parts = {});
 
 }  // namespace course

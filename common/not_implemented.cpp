@@ -9,8 +9,8 @@
 namespace course {
 
 std::string not_implemented_message(const char* task, const char* function, const char* file, int line) {
-  return std::string("NOT_IMPLEMENTED: ") + task + " in " + function + "() at " + course_relative_path(file) +
-         ':' + std::to_string(line);
+  return std::string("NOT_IMPLEMENTED: ") + task + " in " + function + "() at " + course_relative_path(file) + ':' +
+         std::to_string(line);
 }
 
 void not_implemented(const char* task, const char* function, const char* file, int line) {

@@ -39,14 +39,15 @@ struct Timing {
 Timing summarize(std::vector<double> samples_ms);
 
 // Times `work` (which enqueues on `stream`) with events: `warmup` untimed runs, then `repeats` timed ones.
-Timing measure(int device, cudaStream_t stream, const std::function<void()>& work, int warmup = 3,
-               int repeats = 20);
+Timing measure(int device, cudaStream_t stream, const std::function<void()>& work, int warmup = 3, int repeats = 20);
 
 // Times `work` with the host clock; `work` must finish its GPU work before it returns
 // (use this for work that spans several devices or streams).
 Timing measure_host(const std::function<void()>& work, int warmup = 3, int repeats = 20);
 
 // GB/s with GB = 10^9 bytes, as link and memory datasheets count.
-inline double gigabytes_per_second(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0.0; }
+inline double gigabytes_per_second(double bytes, double ms) {
+  return ms > 0 ? bytes / (ms * 1e6) : 0.0;
+}
 
 }  // namespace course

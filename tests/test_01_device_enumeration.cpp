@@ -4,17 +4,21 @@
 // Lesson 01 tests. Every expectation is cross-checked against the CUDA runtime itself, never
 // against constants, so they hold on any machine. Two cases run this program again as a child
 // process with another CUDA_VISIBLE_DEVICES, to see what the student's code sees there.
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/buffers.h"
 #include "common/check.h"
+#include "common/device_guard.h"
+#include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
 #include "device_enumeration.h"
 
@@ -76,13 +80,34 @@ ChildView parse_child(const std::string& text) {
   return view;
 }
 
-ChildView run_child_with_visible_devices(const std::string& visible) {
-  const auto child = course::testing::run_child_case("child: report the visible devices",
-                                                     {{"CUDA_VISIBLE_DEVICES", visible}});
-  INFO("child process with CUDA_VISIBLE_DEVICES=" << visible << " exited with " << child.exit_code
-       << "; its log:\n" << child.log);
-  REQUIRE(!child.output.empty());
-  return parse_child(child.output);
+// `parent_ordinals`: this process's ordinals of the GPUs the mask shows (see devices.h).
+ChildView run_child_with_visible_devices(const std::string& visible, const std::vector<int>& parent_ordinals) {
+  return parse_child(
+      course::testing::run_child_under_device_mask("child: report the visible devices", visible, parent_ordinals));
+}
+
+// Allocates a quarter of `device`'s free memory (its free memory then differs from its total and
+// from any other device's by at least that much) and returns the runtime's free bytes after it.
+struct Squeeze {
+  explicit Squeeze(int device) {
+    course::DeviceGuard on(device);
+    std::size_t total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+    buffer = course::DeviceBuffer<std::uint8_t>(device, free_after / 4);
+    CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  }
+  course::DeviceBuffer<std::uint8_t> buffer;
+  std::size_t free_after = 0;
+};
+
+// The student's figure is the runtime's, within half the squeeze: other processes may allocate
+// meanwhile, but not a quarter of a GPU in a moment.
+void check_free_memory(const DeviceInfo& info, const Squeeze& squeeze) {
+  const double difference = static_cast<double>(info.free_memory) - static_cast<double>(squeeze.free_after);
+  INFO("GPU " << info.ordinal << ": describe_device says " << info.free_memory << " bytes free, the runtime "
+              << squeeze.free_after << " (of " << info.total_memory << ") with " << squeeze.buffer.bytes()
+              << " bytes allocated by the test: cudaMemGetInfo with the described device current");
+  CHECK(std::abs(difference) < 0.5 * static_cast<double>(squeeze.buffer.bytes()));
 }
 
 }  // namespace
@@ -95,7 +120,8 @@ TEST_CASE("child: report the visible devices", "[.child]") {
     report << "count " << count << '\n';
     report << "last_error " << cudaGetErrorName(cudaGetLastError()) << '\n';
     if (count > 0) {
-      for (int ordinal : select_devices({})) report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
+      for (int ordinal : select_devices({}))
+        report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
     }
   } catch (const std::exception& e) {
     report << "threw " << e.what() << '\n';
@@ -110,15 +136,15 @@ TEST_CASE("the device count matches the runtime's", "[01-device-enumeration][tas
   CHECK(count_devices() == found);
 }
 
-TEST_CASE("with no GPU visible the count is 0 and nothing throws", "[01-device-enumeration][task:1][gpus:0][points:2]") {
+TEST_CASE("with no GPU visible the count is 0 and nothing throws",
+          "[01-device-enumeration][task:1][gpus:0][points:2]") {
   // CUDA_VISIBLE_DEVICES=-1 hides every GPU, so this case runs on any machine, GPU or not.
-  const ChildView view = run_child_with_visible_devices("-1");
+  // With no usable device the runtime cannot initialise, and every later call reports that
+  // again (a "sticky" initialisation error), so what cudaGetLastError says next is not checked.
+  const ChildView view = run_child_with_visible_devices("-1", {});
   INFO("the student's code threw: " << view.threw);
   REQUIRE(view.threw.empty());
   CHECK(view.count == 0);
-  // With no usable device the runtime cannot initialise, and every later call reports that
-  // again (a "sticky" initialisation error), so what cudaGetLastError says next is not checked.
-  UNSCOPED_INFO("cudaGetLastError() after count_devices(): " << view.last_error);
 }
 
 // ---- Task 2 ---------------------------------------------------------------------------------
@@ -143,21 +169,23 @@ TEST_CASE("each device is described as the runtime sees it", "[01-device-enumera
   }
 }
 
-TEST_CASE("free memory is read from the device it describes", "[01-device-enumeration][task:2][gpus:1][points:1]") {
+TEST_CASE("free memory is what the device has free, not its total",
+          "[01-device-enumeration][task:2][gpus:1][points:1]") {
   const int count = require_gpus(1);
   for (int d = 0; d < count; ++d) {
-    std::size_t free_bytes = 0, total_bytes = 0;
+    const Squeeze squeeze(d);
     CUDA_CHECK(cudaSetDevice(d));
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    // Describe it while another device is current: free memory must still be this device's.
+    check_free_memory(describe_device(d), squeeze);
+  }
+}
+
+TEST_CASE("free memory is read from the device it describes whatever device is current",
+          "[01-device-enumeration][task:2][gpus:2][points:1]") {
+  const int count = require_gpus(2);
+  for (int d = 0; d < count; ++d) {
+    const Squeeze squeeze(d);  // only device d has it: another device's free memory differs
     CUDA_CHECK(cudaSetDevice((d + 1) % count));
-    const DeviceInfo info = describe_device(d);
-    INFO("device " << d << ": runtime says " << free_bytes << " bytes free of " << total_bytes);
-    CHECK(info.free_memory > 0);
-    CHECK(info.free_memory <= info.total_memory);
-    // Other processes may allocate meanwhile: within 5% of the device's memory.
-    const double difference = static_cast<double>(info.free_memory) - static_cast<double>(free_bytes);
-    CHECK(std::abs(difference) < 0.05 * static_cast<double>(total_bytes));
+    check_free_memory(describe_device(d), squeeze);
   }
 }
 
@@ -185,7 +213,8 @@ TEST_CASE("describing a device that does not exist throws course::ApiError",
 
 // ---- Task 3 ---------------------------------------------------------------------------------
 
-TEST_CASE("with no criteria every device is selected in ordinal order", "[01-device-enumeration][task:3][gpus:1][points:1]") {
+TEST_CASE("with no criteria every device is selected in ordinal order",
+          "[01-device-enumeration][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
   CHECK(select_devices({}) == all_ordinals(count));
 }
@@ -200,7 +229,8 @@ TEST_CASE("the selection keeps at most max_devices devices", "[01-device-enumera
   }
 }
 
-TEST_CASE("the compute capability threshold is inclusive", "[01-device-enumeration][task:3][gpus:1][points:1]") {
+TEST_CASE("the compute capability threshold compares major then minor",
+          "[01-device-enumeration][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
   std::vector<cudaDeviceProp> props(count);
   for (int d = 0; d < count; ++d) CUDA_CHECK(cudaGetDeviceProperties(&props[d], d));
@@ -210,8 +240,11 @@ TEST_CASE("the compute capability threshold is inclusive", "[01-device-enumerati
       if (props[d].major > major || (props[d].major == major && props[d].minor >= minor)) keep.push_back(d);
     return keep;
   };
+  // Device 0's own capability (inclusive), one minor above it, the next major, and an older major
+  // with a larger minor (9.0 meets 8.9: a field-by-field comparison says it does not).
+  const int major0 = props[0].major, minor0 = props[0].minor;
   for (const auto& [major, minor] : std::vector<std::pair<int, int>>{
-           {props[0].major, props[0].minor}, {props[0].major, props[0].minor + 1}, {props[0].major + 1, 0}}) {
+           {major0, minor0}, {major0, minor0 + 1}, {major0 + 1, 0}, {major0 - 1, minor0 + 1}, {major0 - 1, 9}}) {
     SelectionCriteria criteria;
     criteria.min_major = major;
     criteria.min_minor = minor;
@@ -238,24 +271,27 @@ TEST_CASE("the runtime ordinals follow CUDA_VISIBLE_DEVICES", "[01-device-enumer
   // UUIDs name physical GPUs whatever this process's own CUDA_VISIBLE_DEVICES is.
   const std::string first = runtime_uuid(0), second = runtime_uuid(1);
 
-  const ChildView reversed = run_child_with_visible_devices(second + "," + first);
+  const ChildView reversed = run_child_with_visible_devices(second + "," + first, {1, 0});
   INFO("the student's code threw: " << reversed.threw);
   REQUIRE(reversed.threw.empty());
   CHECK(reversed.count == 2);
   CHECK(reversed.uuids == std::vector<std::string>{second, first});
 
-  const ChildView only_second = run_child_with_visible_devices(second);
+  const ChildView only_second = run_child_with_visible_devices(second, {1});
   CHECK(only_second.count == 1);
   CHECK(only_second.uuids == std::vector<std::string>{second});
 }
 
 // ---- Task 4 ---------------------------------------------------------------------------------
 
-TEST_CASE("the device table shows every field of made-up devices", "[01-device-enumeration][task:4][gpus:0][points:1]") {
-  DeviceInfo a{0, "Imaginary GPU A", 9, 0, 141'000'000'000ull, 1'500'000'000ull, 132, "0000:19:00.0",
-               "GPU-00112233-4455-6677-8899-aabbccddeeff"};
-  DeviceInfo b{1, "Imaginary GPU B", 12, 1, 24'000'000'000ull, 23'950'000'000ull, 48, "0000:3b:00.0",
-               "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
+TEST_CASE("the device table shows every field of made-up devices",
+          "[01-device-enumeration][task:4][gpus:0][points:1]") {
+  DeviceInfo a{0,   "Imaginary GPU A",  9,
+               0,   141'000'000'000ull, 1'500'000'000ull,
+               132, "0000:19:00.0",     "GPU-00112233-4455-6677-8899-aabbccddeeff"};
+  DeviceInfo b{1,  "Imaginary GPU B", 12,
+               1,  24'000'000'000ull, 23'950'000'000ull,
+               48, "0000:3b:00.0",    "GPU-ffeeddcc-bbaa-9988-7766-554433221100"};
   std::ostringstream out;
   print_device_table(out, {a, b});
   const auto lines = nonempty_lines(out.str());

@@ -6,11 +6,11 @@
 // through the student's task 2, so that each task is graded on its own. Copies use random bytes
 // into poisoned destinations with a guard zone after the end; timing facts are ratios with wide
 // margins, asserted only on links where the hardware makes them true, never absolute times.
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -25,71 +25,26 @@
 #include "common/compare.h"
 #include "common/device_guard.h"
 #include "common/random.h"
+#include "common/testing/copies.h"
+#include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
 #include "common/timer.h"
 #include "peer_access.h"
 
 using namespace lesson03;
-using course::testing::current_device;
-using course::testing::nonempty_lines;
-using course::testing::require_gpus;
+using namespace course::testing;
 
 namespace {
 
 using Pair = std::pair<int, int>;
 
-bool runtime_can_access(int device, int peer) {
-  int can_access = 0;
-  CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, device, peer));
-  return can_access != 0;
-}
-
-// Ordered pairs (a, b), a != b, where each can access the other.
-std::vector<Pair> pairs_with_peer_access(int count) {
-  std::vector<Pair> pairs;
-  for (int a = 0; a < count; ++a)
-    for (int b = 0; b < count; ++b)
-      if (a != b && runtime_can_access(a, b) && runtime_can_access(b, a)) pairs.emplace_back(a, b);
-  return pairs;
-}
-
 // Skip reasons start "needs N GPUs" like every skip for missing hardware, so graders read them as such.
 constexpr const char* kNoPeerPair =
     "needs 2 GPUs with peer access between them; cudaDeviceCanAccessPeer is 0 for every pair here";
 
-// Turns peer access on or off from every device to every peer it can access, through the runtime,
-// and returns the record that copy_between_devices expects.
-PeerAccessState set_peer_access_by_runtime(bool on) {
-  const int count = course::testing::gpu_count();
-  PeerAccessState state;
-  state.enabled.assign(count, std::vector<bool>(count, false));
-  for (int device = 0; device < count; ++device) {
-    course::DeviceGuard guard(device);
-    for (int peer = 0; peer < count; ++peer) {
-      if (peer == device || !runtime_can_access(device, peer)) continue;
-      const cudaError_t error = on ? cudaDeviceEnablePeerAccess(peer, 0) : cudaDeviceDisablePeerAccess(peer);
-      (void)cudaGetLastError();
-      if (error != cudaErrorPeerAccessAlreadyEnabled && error != cudaErrorPeerAccessNotEnabled) CUDA_CHECK(error);
-      state.enabled[device][peer] = on;
-    }
-  }
-  return state;
-}
-
-// What enabling device -> peer again answers: "already enabled" means it was on. (If it was off,
-// this turns it on; the cases set the state they need at their start.)
-cudaError_t enable_again(int device, int peer) {
-  course::DeviceGuard guard(device);
-  const cudaError_t error = cudaDeviceEnablePeerAccess(peer, 0);
-  (void)cudaGetLastError();
-  return error;
-}
-
-cudaError_t disable_again(int device, int peer) {
-  course::DeviceGuard guard(device);
-  const cudaError_t error = cudaDeviceDisablePeerAccess(peer);
-  (void)cudaGetLastError();
-  return error;
+// Peer access on or off through the runtime (not the student's task 2), as the record task 3 takes.
+PeerAccessState peer_access_by_runtime(bool on) {
+  return PeerAccessState{set_peer_access_by_runtime(on)};
 }
 
 std::vector<std::string> words_of(const std::string& line) {
@@ -111,43 +66,28 @@ void check_record_shape(const PeerAccessState& state, int count, const char* whi
 
 // ---- copying ----
 
-constexpr std::size_t kGuardBytes = 64;          // poisoned bytes after the end, which no copy may touch
-constexpr std::size_t kSmallChunk = 4096;        // many chunks from small sizes
-const std::vector<std::size_t> kSmallChunkSizes = {0, 1, kSmallChunk - 1, kSmallChunk, kSmallChunk + 1,
-                                                   2 * kSmallChunk, 5 * kSmallChunk + 77};
+constexpr std::size_t kSmallChunk = 4096;  // many chunks from small sizes
+const std::vector<std::size_t> kSmallChunkSizes = {
+    0, 1, kSmallChunk - 1, kSmallChunk, kSmallChunk + 1, 2 * kSmallChunk, 5 * kSmallChunk + 77};
 const std::size_t kDefaultChunk = CopyOptions{}.chunk_bytes;
 const std::vector<std::size_t> kDefaultChunkSizes = {2 * kDefaultChunk + 12345};  // two full chunks and a tail
 
-// Copies random bytes src -> dst for each size and checks the bytes, the guard zone and the path.
+// copy_between_devices for each size (check_copies), called from a device other
+// than the source where the machine has one, so a copy that leaves the source current shows.
 void check_copies(int src_device, int dst_device, const PeerAccessState& state, const CopyOptions& options,
                   const std::vector<std::size_t>& sizes, CopyPath expected_path, std::uint64_t seed) {
-  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
-  const std::vector<std::uint8_t> input = course::random_bytes(largest, seed);
-  const course::DeviceBuffer<std::uint8_t> src(src_device, std::max<std::size_t>(largest, 1));
-  const course::DeviceBuffer<std::uint8_t> dst(dst_device, largest + kGuardBytes);
-  if (largest > 0) CUDA_CHECK(cudaMemcpy(src.data(), input.data(), largest, cudaMemcpyHostToDevice));
-  std::vector<std::uint8_t> got(largest + kGuardBytes);
-  for (std::size_t bytes : sizes) {
-    {
-      course::DeviceGuard on_destination(dst_device);
-      course::poison_device(dst.data(), dst.bytes());
-    }
-    INFO("copy of " << bytes << " bytes from GPU " << src_device << " to GPU " << dst_device << ", chunks of "
-                    << options.chunk_bytes << (options.force_staged ? ", staged path forced" : "")
-                    << (options.staging ? ", caller's staging buffer" : ", no staging buffer given"));
-    const CopyPath path =
-        copy_between_devices(dst.data(), dst_device, src.data(), src_device, bytes, state, options);
-    CHECK(std::string(to_string(path)) == to_string(expected_path));
-    CUDA_CHECK(cudaMemcpy(got.data(), dst.data(), bytes + kGuardBytes, cudaMemcpyDeviceToHost));
-    const course::Comparison comparison = course::compare_exact(got.data(), input.data(), bytes);
-    INFO("the bytes that arrived: " << comparison.describe());
-    CHECK(comparison.ok());
-    const auto written_after_end = std::count_if(got.begin() + static_cast<std::ptrdiff_t>(bytes),
-                                                 got.begin() + static_cast<std::ptrdiff_t>(bytes + kGuardBytes),
-                                                 [](std::uint8_t b) { return b != course::kPoisonByte; });
-    INFO(written_after_end << " of the " << kGuardBytes << " bytes after the end were written");
-    CHECK(written_after_end == 0);
-  }
+  CopySet set;
+  set.src_device = src_device;
+  set.dst_device = dst_device;
+  set.sizes = sizes;
+  set.seed = seed;
+  set.expected_answer = to_string(expected_path);
+  set.caller_device = src_device == gpu_count() - 1 ? 0 : gpu_count() - 1;
+  set.what = "chunks of " + std::to_string(options.chunk_bytes) + (options.force_staged ? ", staged path forced" : "") +
+             (options.staging ? ", caller's staging buffer" : ", no staging buffer given");
+  course::testing::check_copies(set, [&](void* dst, const void* src, std::size_t bytes) {
+    return std::string(to_string(copy_between_devices(dst, dst_device, src, src_device, bytes, state, options)));
+  });
 }
 
 constexpr auto kCopyLimit = std::chrono::seconds(120);
@@ -158,38 +98,10 @@ constexpr const char* kCopyHint =
 // ---- measuring ----
 
 constexpr std::size_t kLargeCopy = std::size_t{256} << 20;  // 256 MiB: long enough for the link's full speed
-// PCIe Gen5 x16 carries at most ~64 GB/s per direction: a peer copy faster than this runs over
-// NVLink (or a similar fabric), where the ratios below have wide margins.
-constexpr double kFastLinkGigabytesPerSecond = 100;
-
-double reference_one_way(int src_device, int dst_device, std::size_t bytes) {
-  const course::DeviceBuffer<std::uint8_t> src(src_device, bytes);
-  const course::DeviceBuffer<std::uint8_t> dst(dst_device, bytes);
-  const course::Stream stream(src_device);
-  const course::Timing timing = course::measure(
-      src_device, stream,
-      [&] { CUDA_CHECK(cudaMemcpyPeerAsync(dst.data(), dst_device, src.data(), src_device, bytes, stream)); }, 2,
-      10);
-  return course::gigabytes_per_second(static_cast<double>(bytes), timing.median_ms);
-}
-
-// SKIPs unless a and b reach each other over a link faster than PCIe; leaves peer access on.
-void require_fast_link(int a, int b) {
-  if (!runtime_can_access(a, b) || !runtime_can_access(b, a))
-    SKIP("needs 2 GPUs with peer access between them; GPU " << a << " and GPU " << b
-                                                          << " cannot access each other's memory");
-  set_peer_access_by_runtime(true);
-  const double gbps = reference_one_way(a, b, kLargeCopy);
-  if (gbps < kFastLinkGigabytesPerSecond)
-    SKIP("needs 2 GPUs joined by an NVLink-class link (faster than " << kFastLinkGigabytesPerSecond
-                                                                       << " GB/s, more than PCIe carries); GPU " << a
-                                                                       << " -> GPU " << b << " runs at " << gbps
-                                                                       << " GB/s");
-}
 
 void check_consistent(const Measurement& m, double bytes_per_operation, int repeats, const char* what) {
-  INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats
-            << " repeats, " << m.gigabytes_per_second << " GB/s for " << bytes_per_operation << " bytes");
+  INFO(what << ": median " << m.median_ms << " ms, min " << m.min_ms << " ms over " << m.repeats << " repeats, "
+            << m.gigabytes_per_second << " GB/s for " << bytes_per_operation << " bytes");
   CHECK(m.repeats == repeats);
   CHECK(m.median_ms > 0);
   CHECK(m.min_ms > 0);
@@ -225,7 +137,8 @@ TEST_CASE("the peer matrix has a row and a column per device and nothing on its 
   }
 }
 
-TEST_CASE("every entry of the peer matrix matches what the runtime says", "[03-peer-access][task:1][gpus:2][points:2]") {
+TEST_CASE("every entry of the peer matrix matches what the runtime says",
+          "[03-peer-access][task:1][gpus:2][points:2]") {
   const int count = require_gpus(2);
   const PeerMatrix matrix = query_peer_matrix();
   REQUIRE(matrix.links.size() == static_cast<std::size_t>(count));
@@ -391,12 +304,12 @@ TEST_CASE("the path follows the peer-access record and not what the hardware cou
 TEST_CASE("a copy from a device to itself is direct and arrives intact", "[03-peer-access][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
   const PeerAccessState none;
-  course::testing::run_with_watchdog("copy_between_devices within one device", kCopyLimit, kCopyHint, [&] {
+  run_with_watchdog("copy_between_devices within one device", kCopyLimit, kCopyHint, [&] {
     for (int d = 0; d < count; ++d) {
       CopyOptions options;
       options.chunk_bytes = kSmallChunk;
-      check_copies(d, d, none, options, kSmallChunkSizes, CopyPath::direct, course::testing::case_seed(300 + d));
-      check_copies(d, d, none, {}, kDefaultChunkSizes, CopyPath::direct, course::testing::case_seed(310 + d));
+      check_copies(d, d, none, options, kSmallChunkSizes, CopyPath::direct, case_seed(300 + d));
+      check_copies(d, d, none, {}, kDefaultChunkSizes, CopyPath::direct, case_seed(310 + d));
     }
   });
 }
@@ -404,9 +317,9 @@ TEST_CASE("a copy from a device to itself is direct and arrives intact", "[03-pe
 TEST_CASE("a forced staged copy arrives intact for every ordered pair including a device to itself",
           "[03-peer-access][task:3][gpus:1][points:2]") {
   const int count = require_gpus(1);
-  const PeerAccessState state = set_peer_access_by_runtime(true);  // forced: staged even where direct works
+  const PeerAccessState state = peer_access_by_runtime(true);  // forced: staged even where direct works
   course::PinnedBuffer<std::uint8_t> staging(2 * kSmallChunk);
-  course::testing::run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
+  run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
     for (int src = 0; src < count; ++src) {
       for (int dst = 0; dst < count; ++dst) {
         CopyOptions small;  // many short chunks, through the caller's staging memory
@@ -414,14 +327,54 @@ TEST_CASE("a forced staged copy arrives intact for every ordered pair including 
         small.chunk_bytes = kSmallChunk;
         small.staging = &staging;
         const std::uint64_t salt = 320 + static_cast<std::uint64_t>(src * count + dst);
-        check_copies(src, dst, state, small, kSmallChunkSizes, CopyPath::staged, course::testing::case_seed(salt));
+        check_copies(src, dst, state, small, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
         CopyOptions large;  // full-size chunks, staging memory of the copy's own
         large.force_staged = true;
-        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged,
-                     course::testing::case_seed(salt + 1000));
+        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
       }
     }
   });
+}
+
+TEST_CASE("a staged copy goes through the caller's pinned memory with two chunks in flight",
+          "[03-peer-access][task:3][gpus:1][points:2]") {
+  // After a staged copy of six chunks (the last one short) through the caller's staging memory,
+  // that memory must hold the last two chunks, each whole and apart: the copy went through the
+  // host, and two chunks were in flight (one slot each). A single cudaMemcpyPeerAsync leaves it
+  // poisoned; one slot for every chunk leaves only the last chunk whole.
+  const int count = require_gpus(1);
+  constexpr std::size_t kBytes = 5 * kSmallChunk + 77;
+  const std::vector<std::uint8_t> input = course::random_bytes(kBytes, case_seed(330));
+  course::PinnedBuffer<std::uint8_t> staging(2 * kSmallChunk);
+  const std::vector<std::pair<int, int>> pairs =
+      count > 1 ? std::vector<std::pair<int, int>>{{0, 0}, {0, 1}} : std::vector<std::pair<int, int>>{{0, 0}};
+  for (const auto& [src, dst] : pairs) {
+    INFO("a forced staged copy of " << kBytes << " bytes in chunks of " << kSmallChunk << ", GPU " << src << " to GPU "
+                                    << dst);
+    const course::DeviceBuffer<std::uint8_t> from(src, kBytes), to(dst, kBytes);
+    CUDA_CHECK(cudaMemcpy(from.data(), input.data(), kBytes, cudaMemcpyHostToDevice));
+    std::fill(staging.data(), staging.data() + staging.size(), course::kPoisonByte);
+    CopyOptions options;
+    options.force_staged = true;
+    options.chunk_bytes = kSmallChunk;
+    options.staging = &staging;
+    run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
+      (void)copy_between_devices(to.data(), dst, from.data(), src, kBytes, PeerAccessState{}, options);
+    });
+    const auto find = [&](std::size_t begin, std::size_t end) {
+      return std::search(staging.data(), staging.data() + staging.size(), input.begin() + begin, input.begin() + end) -
+             staging.data();
+    };
+    const std::ptrdiff_t last = find(5 * kSmallChunk, kBytes), before_last = find(4 * kSmallChunk, 5 * kSmallChunk);
+    const auto nowhere = static_cast<std::ptrdiff_t>(staging.size());
+    INFO("in the staging memory, the last chunk starts at byte "
+         << (last == nowhere ? -1 : last) << " and the one before it at byte "
+         << (before_last == nowhere ? -1 : before_last)
+         << " (-1: not there, whole). Stage every chunk through options.staging, alternating its two halves");
+    CHECK(last != nowhere);
+    CHECK(before_last != nowhere);
+    CHECK((last >= before_last + static_cast<std::ptrdiff_t>(kSmallChunk) || before_last >= last + 77));
+  }
 }
 
 TEST_CASE("with peer access on copies between devices are direct and arrive intact",
@@ -429,14 +382,14 @@ TEST_CASE("with peer access on copies between devices are direct and arrive inta
   const int count = require_gpus(2);
   const auto pairs = pairs_with_peer_access(count);
   if (pairs.empty()) SKIP(kNoPeerPair);
-  const PeerAccessState state = set_peer_access_by_runtime(true);
-  course::testing::run_with_watchdog("the direct copy_between_devices", kCopyLimit, kCopyHint, [&] {
+  const PeerAccessState state = peer_access_by_runtime(true);
+  run_with_watchdog("the direct copy_between_devices", kCopyLimit, kCopyHint, [&] {
     for (const auto& [src, dst] : pairs) {
       CopyOptions options;
       options.chunk_bytes = kSmallChunk;
       const std::uint64_t salt = 400 + static_cast<std::uint64_t>(src * count + dst);
-      check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::direct, course::testing::case_seed(salt));
-      check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::direct, course::testing::case_seed(salt + 1000));
+      check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::direct, case_seed(salt));
+      check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::direct, case_seed(salt + 1000));
     }
   });
 }
@@ -446,17 +399,16 @@ TEST_CASE("with peer access off copies between devices are staged and arrive int
   const int count = require_gpus(2);
   // Off everywhere: cudaMemcpyPeer would still "work" here, silently through the host; the reported
   // path must say so.
-  const PeerAccessState state = set_peer_access_by_runtime(false);
-  course::testing::run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
+  const PeerAccessState state = peer_access_by_runtime(false);
+  run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
     for (int src = 0; src < count; ++src) {
       for (int dst = 0; dst < count; ++dst) {
         if (src == dst) continue;
         CopyOptions options;
         options.chunk_bytes = kSmallChunk;
         const std::uint64_t salt = 500 + static_cast<std::uint64_t>(src * count + dst);
-        check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::staged, course::testing::case_seed(salt));
-        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged,
-                     course::testing::case_seed(salt + 1000));
+        check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
+        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
       }
     }
   });
@@ -467,6 +419,7 @@ TEST_CASE("with peer access off copies between devices are staged and arrive int
 namespace {
 
 const std::vector<std::size_t> kKernelSizes = {0, 1, 1000, (std::size_t{1} << 20) + 3};
+constexpr const char* kAddHint = "the kernel or its stream never finished: is the launch on a stream of device a?";
 
 // Runs add_peer_buffer on device a with `remote` on device b and checks every element.
 void check_add(int a, int b, std::uint64_t seed) {
@@ -506,7 +459,9 @@ void check_add(int a, int b, std::uint64_t seed) {
 
 TEST_CASE("a kernel adds a buffer of its own device", "[03-peer-access][task:4][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  for (int d = 0; d < count; ++d) check_add(d, d, course::testing::case_seed(600 + d));
+  run_with_watchdog("add_peer_buffer on each GPU", kCopyLimit, kAddHint, [&] {
+    for (int d = 0; d < count; ++d) check_add(d, d, case_seed(600 + d));
+  });
   CUDA_CHECK(cudaSetDevice(0));
 }
 
@@ -521,8 +476,47 @@ TEST_CASE("a kernel on one device adds a buffer that lives on another device",
         WARN("pair GPU " << a << " -> GPU " << b << " not checked: cudaDeviceCanAccessPeer says no");
   // On before any kernel runs: a kernel that reads unmapped peer memory would end the CUDA context.
   set_peer_access_by_runtime(true);
-  for (const auto& [a, b] : pairs) check_add(a, b, course::testing::case_seed(700 + static_cast<std::uint64_t>(a * count + b)));
+  run_with_watchdog("add_peer_buffer across GPUs", kCopyLimit, kAddHint, [&] {
+    for (const auto& [a, b] : pairs) check_add(a, b, case_seed(700 + static_cast<std::uint64_t>(a * count + b)));
+  });
   CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on its own device",
+          "[03-peer-access][task:4][gpus:2][points:1]") {
+  // Device a keeps less free memory than the remote buffer's size: code that first copies the
+  // remote buffer to a (cudaMalloc + cudaMemcpyPeer) cannot, a kernel that reads it in place can.
+  const int count = require_gpus(2);
+  const auto pairs = pairs_with_peer_access(count);
+  if (pairs.empty()) SKIP(kNoPeerPair);
+  (void)set_peer_access_by_runtime(true);
+  const auto [a, b] = pairs.front();
+  constexpr std::size_t n = std::size_t{64} << 20;  // 256 MiB of floats
+  const std::uint64_t seed = case_seed(750);
+  const std::vector<float> local = course::random_small_integers(n, seed),
+                           remote = course::random_small_integers(n, seed + 1);
+  const course::DeviceBuffer<float> local_a(a, n), out_a(a, n), remote_b(b, n);
+  CUDA_CHECK(cudaMemcpy(local_a.data(), local.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(remote_b.data(), remote.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  std::size_t free_a = 0, total_a = 0;
+  {
+    course::DeviceGuard on_a(a);
+    course::poison_device(out_a.data(), out_a.bytes());
+    CUDA_CHECK(cudaMemGetInfo(&free_a, &total_a));
+  }
+  const std::size_t headroom = n * sizeof(float) / 2;  // room for a stream and a kernel, not for the copy
+  REQUIRE(free_a > headroom);
+  const course::DeviceBuffer<std::uint8_t> filler(a, free_a - headroom);
+  INFO("GPU " << a << " has about " << headroom / 1e6 << " MB free; the remote buffer on GPU " << b << " is "
+              << n * sizeof(float) / 1e6 << " MB: read it through its address, do not copy it first");
+  run_with_watchdog("add_peer_buffer with little memory left", kCopyLimit, kAddHint,
+                    [&] { REQUIRE_NOTHROW(add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n)); });
+  std::vector<float> got(n), expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = local[i] + remote[i];  // exact: small integers
+  CUDA_CHECK(cudaMemcpy(got.data(), out_a.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  const course::Comparison sum = course::compare_exact(got.data(), expected.data(), n);
+  INFO(sum.describe());
+  CHECK(sum.ok());
 }
 
 // ---- Task 5 ---------------------------------------------------------------------------------
@@ -532,7 +526,7 @@ TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of t
   require_gpus(1);
   const MeasureOptions options{1, 5};
   const std::size_t bytes = std::size_t{64} << 20;
-  course::testing::run_with_watchdog("the task 5 measurements on GPU 0", kMeasureLimit, kMeasureHint, [&] {
+  run_with_watchdog("the task 5 measurements on GPU 0", kMeasureLimit, kMeasureHint, [&] {
     const Measurement one_way = measure_one_way(0, 0, bytes, options);
     check_consistent(one_way, static_cast<double>(bytes), options.repeats, "measure_one_way(0, 0)");
     check_consistent(measure_both_ways(0, 0, bytes, options), 2.0 * static_cast<double>(bytes), options.repeats,
@@ -543,23 +537,28 @@ TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of t
                      options.repeats, "measure_staged(0, 0, serial)");
     const Measurement latency = measure_latency(0, 0, options);
     check_consistent(latency, static_cast<double>(kLatencyBytes), options.repeats, "measure_latency(0, 0), per copy");
-    INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes
-              << "-byte one " << one_way.median_ms * 1e3 << " us");
+    INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes << "-byte one "
+              << one_way.median_ms * 1e3 << " us");
     CHECK(latency.median_ms < one_way.median_ms);
   });
 }
 
 TEST_CASE("the one-way bandwidth agrees with a reference measurement of the same copy",
-          "[03-peer-access][task:5][gpus:2][points:1]") {
-  require_gpus(2);
-  set_peer_access_by_runtime(true);  // where the hardware allows; the agreement must hold either way
+          "[03-peer-access][task:5][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  (void)set_peer_access_by_runtime(true);  // where the hardware allows; the agreement must hold either way
   const std::size_t bytes = std::size_t{64} << 20;
-  course::testing::run_with_watchdog("measure_one_way between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
-    for (const auto& [src, dst] : {Pair{0, 1}, Pair{1, 0}}) {
+  const std::vector<Pair> pairs = count > 1 ? std::vector<Pair>{{0, 0}, {0, 1}, {1, 0}} : std::vector<Pair>{{0, 0}};
+  run_with_watchdog("measure_one_way", kMeasureLimit, kMeasureHint, [&] {
+    for (const auto& [src, dst] : pairs) {
       const double reference = reference_one_way(src, dst, bytes);
+      const int caller = src == count - 1 ? 0 : count - 1;  // not the source, where there is another GPU
+      CUDA_CHECK(cudaSetDevice(caller));
       const Measurement m = measure_one_way(src, dst, bytes);
       INFO("GPU " << src << " -> GPU " << dst << ": measure_one_way says " << m.gigabytes_per_second
-                  << " GB/s, the test's own measurement " << reference << " GB/s");
+                  << " GB/s, the test's own measurement " << reference << " GB/s; GPU " << caller
+                  << " was current before the call");
+      CHECK(current_device() == caller);
       CHECK(m.gigabytes_per_second > 0.5 * reference);
       CHECK(m.gigabytes_per_second < 2.0 * reference);
     }
@@ -569,8 +568,8 @@ TEST_CASE("the one-way bandwidth agrees with a reference measurement of the same
 TEST_CASE("with peer access off the same copy runs more than 3x slower through the host",
           "[03-peer-access][task:5][gpus:2][points:1]") {
   require_gpus(2);
-  require_fast_link(0, 1);
-  course::testing::run_with_watchdog("measure_one_way with peer access on and off", kMeasureLimit, kMeasureHint, [&] {
+  require_fast_link(0, 1, kLargeCopy);
+  run_with_watchdog("measure_one_way with peer access on and off", kMeasureLimit, kMeasureHint, [&] {
     set_peer_access_by_runtime(true);
     const Measurement on = measure_one_way(0, 1, kLargeCopy);
     set_peer_access_by_runtime(false);
@@ -585,8 +584,8 @@ TEST_CASE("with peer access off the same copy runs more than 3x slower through t
 TEST_CASE("both directions at once move more than 1.3x the bytes of one direction",
           "[03-peer-access][task:5][gpus:2][points:1]") {
   require_gpus(2);
-  require_fast_link(0, 1);
-  course::testing::run_with_watchdog("measure_both_ways between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
+  require_fast_link(0, 1, kLargeCopy);
+  run_with_watchdog("measure_both_ways between GPU 0 and GPU 1", kMeasureLimit, kMeasureHint, [&] {
     const Measurement one = measure_one_way(0, 1, kLargeCopy);
     const Measurement both = measure_both_ways(0, 1, kLargeCopy);
     INFO("one way " << one.gigabytes_per_second << " GB/s, both ways " << both.gigabytes_per_second
@@ -596,16 +595,18 @@ TEST_CASE("both directions at once move more than 1.3x the bytes of one directio
 }
 
 TEST_CASE("the overlapped staged copy beats the serial one by more than 1.2x",
-          "[03-peer-access][task:5][gpus:2][points:1]") {
-  require_gpus(2);
+          "[03-peer-access][task:5][gpus:1][points:1]") {
+  // Device to host and host to device use the two directions of PCIe and two copy engines, also
+  // when source and destination are one GPU: overlapped, they run at once.
+  const int count = require_gpus(1);
+  const int src = 0, dst = count - 1;
   const std::size_t chunk = CopyOptions{}.chunk_bytes;
-  course::testing::run_with_watchdog("measure_staged between GPU 0 and GPU 1", kMeasureLimit, kCopyHint, [&] {
-    const Measurement serial = measure_staged(0, 1, kLargeCopy, false, chunk);
-    const Measurement overlapped = measure_staged(0, 1, kLargeCopy, true, chunk);
-    INFO("GPU 0 -> GPU 1 through pinned host memory, " << kLargeCopy << " bytes in chunks of " << chunk
-                                                       << ": serial " << serial.gigabytes_per_second
-                                                       << " GB/s, overlapped " << overlapped.gigabytes_per_second
-                                                       << " GB/s (ideally close to 2x: the two halves run at once)");
+  run_with_watchdog("measure_staged", kMeasureLimit, kCopyHint, [&] {
+    const Measurement serial = measure_staged(src, dst, kLargeCopy, false, chunk);
+    const Measurement overlapped = measure_staged(src, dst, kLargeCopy, true, chunk);
+    INFO("GPU " << src << " -> GPU " << dst << " through pinned host memory, " << kLargeCopy << " bytes in chunks of "
+                << chunk << ": serial " << serial.gigabytes_per_second << " GB/s, overlapped "
+                << overlapped.gigabytes_per_second << " GB/s (ideally close to 2x: the two halves run at once)");
     CHECK(overlapped.gigabytes_per_second > 1.2 * serial.gigabytes_per_second);
   });
 }

@@ -4,13 +4,13 @@
 // Test support shared by every lesson: skips, seeds, watchdog, child processes, exit codes.
 #include "gpu_test.h"
 
-#include <catch2/catch_get_random_seed.hpp>
-#include <catch2/catch_test_macros.hpp>
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch_get_random_seed.hpp>
+#include <catch2/catch_test_macros.hpp>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -43,17 +43,17 @@ std::string gpu_inventory() {
   (void)cudaRuntimeGetVersion(&runtime);
   const int count = gpu_count();
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  out << "GPUs visible: " << count << " (CUDA_VISIBLE_DEVICES=" << (visible ? visible : "<unset>")
-      << "), driver API " << driver / 1000 << '.' << (driver % 1000) / 10 << ", runtime " << runtime / 1000 << '.'
-      << (runtime % 1000) / 10 << '\n';
+  out << "GPUs visible: " << count << " (CUDA_VISIBLE_DEVICES=" << (visible ? visible : "<unset>") << "), driver API "
+      << driver / 1000 << '.' << (driver % 1000) / 10 << ", runtime " << runtime / 1000 << '.' << (runtime % 1000) / 10
+      << '\n';
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
     char bus[32] = {};
     (void)cudaDeviceGetPCIBusId(bus, sizeof bus, d);
-    out << "  GPU " << d << ": " << prop.name << ", cc " << prop.major << '.' << prop.minor << ", "
-        << std::fixed << std::setprecision(1) << prop.totalGlobalMem / 1e9 << " GB, " << prop.multiProcessorCount
-        << " SMs, " << bus << '\n';
+    out << "  GPU " << d << ": " << prop.name << ", cc " << prop.major << '.' << prop.minor << ", " << std::fixed
+        << std::setprecision(1) << prop.totalGlobalMem / 1e9 << " GB, " << prop.multiProcessorCount << " SMs, " << bus
+        << '\n';
   }
   return out.str();
 }
@@ -174,10 +174,14 @@ void write_child_output(const std::string& text) {
 
 int meson_exit_code(int catch2_exit_code) {
   switch (catch2_exit_code) {
-    case 0: return 0;
-    case 2: return 2;   // no test case matched the filter
-    case 4: return 77;  // every case was skipped
-    default: return 1;  // Catch2 returns the number of failed assertions, which can be 77 too
+    case 0:
+      return 0;
+    case 2:
+      return 2;  // no test case matched the filter
+    case 4:
+      return 77;  // every case was skipped
+    default:
+      return 1;  // Catch2 returns the number of failed assertions, which can be 77 too
   }
 }
 

@@ -20,7 +20,11 @@ namespace course::testing {
 // The number of GPUs this process can use; 0 when there is no driver or no device.
 int gpu_count();
 
-// A table of the machine's GPUs, printed once at the start of every test program.
+// A table of the machine's GPUs, printed once (to stderr) at the start of every test program.
+// Its format is defined here, and only here; the grader reads its first line
+// (tests/grader/catch2_runner.py), so a change to that line changes the grader's pattern with it:
+//     GPUs visible: <count> (CUDA_VISIBLE_DEVICES=<value or <unset>>), driver API <M.m>, runtime <M.m>
+//       GPU <ordinal>: <name>, cc <major.minor>, <total GB> GB, <SMs> SMs, <PCI bus id>
 std::string gpu_inventory();
 
 // The calling thread's current device (CUDA_CHECK on cudaGetDevice).

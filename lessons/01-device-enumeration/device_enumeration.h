@@ -18,17 +18,17 @@ namespace lesson01 {
 int count_devices();
 
 struct DeviceInfo {
-  int ordinal = -1;                  // the runtime's device number, as cudaSetDevice takes it
-  std::string name;                  // "NVIDIA H200"
-  int major = 0;                     // compute capability major.minor: 9.0 for Hopper
+  int ordinal = -1;  // the runtime's device number, as cudaSetDevice takes it
+  std::string name;  // "NVIDIA H200"
+  int major = 0;     // compute capability major.minor: 9.0 for Hopper
   int minor = 0;
-  std::size_t total_memory = 0;      // bytes of global memory
-  std::size_t free_memory = 0;       // bytes free right now (cudaMemGetInfo on that device)
-  int multiprocessor_count = 0;      // SMs
-  std::string pci_bus_id;            // "0000:19:00.0", as cudaDeviceGetPCIBusId writes it
-  std::string uuid;                  // "GPU-3e6d3afa-2052-856b-9fe9-2b96f99340c6", as nvidia-smi -L shows it:
-                                     // "GPU-" then the 16 bytes of cudaDeviceProp::uuid in lower-case
-                                     // hex, grouped 4-2-2-2-6 bytes with dashes
+  std::size_t total_memory = 0;  // bytes of global memory
+  std::size_t free_memory = 0;   // bytes free right now (cudaMemGetInfo on that device)
+  int multiprocessor_count = 0;  // SMs
+  std::string pci_bus_id;        // "0000:19:00.0", as cudaDeviceGetPCIBusId writes it
+  std::string uuid;              // "GPU-3e6d3afa-2052-856b-9fe9-2b96f99340c6", as nvidia-smi -L shows it:
+                                 // "GPU-" then the 16 bytes of cudaDeviceProp::uuid in lower-case
+                                 // hex, grouped 4-2-2-2-6 bytes with dashes
 };
 
 // Task 2. Describes one device. Leaves the caller's current device as it was.
@@ -36,10 +36,10 @@ struct DeviceInfo {
 DeviceInfo describe_device(int ordinal);
 
 struct SelectionCriteria {
-  std::size_t min_free_memory = 0;   // bytes
-  int min_major = 0;                 // minimum compute capability, compared as (major, minor)
+  std::size_t min_free_memory = 0;  // bytes
+  int min_major = 0;                // minimum compute capability, compared as (major, minor)
   int min_minor = 0;
-  int max_devices = INT_MAX;         // keep at most this many (0 keeps none)
+  int max_devices = INT_MAX;  // keep at most this many (0 keeps none)
 };
 
 // Task 3. The ordinals of the devices that meet every criterion, in ascending ordinal order,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 02 demo: spreads a buffer over every GPU with your allocate_slices and scales it with
-// your scale_slices, then times the spin kernel (20 ms per GPU) on one GPU at a time and on all
-// of them together, from one thread (run_on_all_devices) and from one thread per GPU
+// Lesson 02 demo: spreads a buffer over the workers (one per GPU; four sharing GPU 0 on a one-GPU
+// machine) with your allocate_slices and scales it with your scale_slices, then times the spin
+// kernel (20 ms per worker) on one worker at a time and on all of them together, from one thread
+// (run_on_all_devices) and from one thread per worker
 // (run_one_thread_per_device). Run it as build/tests/demo-02 (yours) or
 // build/tests/solution-demo-02 (the reference), and with CUDA_VISIBLE_DEVICES=0,1 to use two GPUs.
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <span>
 #include <vector>
 
 #include "common/check.h"
@@ -24,48 +26,52 @@ namespace {
 
 constexpr double kSpinMs = 20.0;
 
-using Runner = void (*)(int, const lesson02::DeviceWork&);
+using Runner = void (*)(std::span<const int>, const lesson02::DeviceWork&);
 
-double median_ms(const std::function<void()>& run) { return course::measure_host(run, /*warmup=*/1, /*repeats=*/5).median_ms; }
-
-const char* reading(int gpus, double speedup) {
-  if (speedup >= 0.8 * gpus) return "the GPUs worked at the same time";
-  if (speedup < 1.2) return "the GPUs ran one after another: is there a synchronize inside the launch loop?";
-  return "the GPUs overlapped only in part";
+double median_ms(const std::function<void()>& run) {
+  return course::measure_host(run, /*warmup=*/1, /*repeats=*/5).median_ms;
 }
 
-// For k = 1 .. count: the time with the spin kernel on the first k GPUs together, beside the sum
-// of their single-GPU times (what running them one after another would cost).
-void time_overlap(const char* model, Runner run, int count) {
-  std::vector<double> alone_ms(count);
-  for (int d = 0; d < count; ++d) {
-    alone_ms[d] = median_ms([&] {
-      run(count, [d](int device, cudaStream_t stream) {
-        if (device == d) lesson02::launch_spin(kSpinMs, stream);
+const char* reading(int gpus, double speedup) {
+  if (speedup >= 0.8 * gpus) return "the workers ran at the same time";
+  if (speedup < 1.2) return "the workers ran one after another: is there a synchronize inside the launch loop?";
+  return "the workers overlapped only in part";
+}
+
+// For the first k workers, k = 1 .. devices.size(): the time with the spin kernel on all k together,
+// beside the sum of their times alone (what running them one after another would cost).
+void time_overlap(const char* model, Runner run, const std::vector<int>& devices) {
+  const int workers = static_cast<int>(devices.size());
+  std::vector<double> alone_ms(workers);
+  for (int k = 0; k < workers; ++k) {
+    alone_ms[k] = median_ms([&] {
+      run(devices, [k](int worker, int, cudaStream_t stream) {
+        if (worker == k) lesson02::launch_spin(kSpinMs, stream);
       });
     });
   }
   std::cout << model << '\n';
   double one_after_another_ms = 0;
-  for (int k = 1; k <= count; ++k) {
+  for (int k = 1; k <= workers; ++k) {
     one_after_another_ms += alone_ms[k - 1];
+    const std::span<const int> first_k(devices.data(), k);
     const double together_ms =
-        median_ms([&] { run(k, [](int, cudaStream_t stream) { lesson02::launch_spin(kSpinMs, stream); }); });
+        median_ms([&] { run(first_k, [](int, int, cudaStream_t stream) { lesson02::launch_spin(kSpinMs, stream); }); });
     const double speedup = one_after_another_ms / together_ms;
     if (k == 1)
-      std::printf("  1 GPU:  %6.1f ms  (one GPU: nothing to overlap)\n", together_ms);
+      std::printf("  1 worker:  %6.1f ms  (nothing to overlap)\n", together_ms);
     else
-      std::printf("  %d GPUs: %6.1f ms vs %6.1f ms if run one after another: %.2fx  (%s)\n", k, together_ms,
+      std::printf("  %d workers: %6.1f ms vs %6.1f ms if run one after another: %.2fx  (%s)\n", k, together_ms,
                   one_after_another_ms, speedup, reading(k, speedup));
   }
 }
 
-// Scales a buffer spread over every GPU and checks every element on the host.
-void scale_a_spread_buffer(int count) {
+// Scales a buffer spread over the workers and checks every element on the host.
+void scale_a_spread_buffer(const std::vector<int>& devices) {
   constexpr std::size_t n = 10'000'003;  // not divisible by 2, 3, 4 or 8
   constexpr float kFactor = 2.0f;
-  std::vector<lesson02::Slice> input = lesson02::allocate_slices(n, count);
-  std::vector<lesson02::Slice> output = lesson02::allocate_slices(n, count);
+  std::vector<lesson02::Slice> input = lesson02::allocate_slices(n, devices);
+  std::vector<lesson02::Slice> output = lesson02::allocate_slices(n, devices);
   std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) - 500.0f;
   for (std::size_t k = 0; k < input.size(); ++k) {
@@ -112,13 +118,16 @@ int main() {
     std::cout << count << " GPU" << (count == 1 ? "" : "s") << " visible\n";
     if (count == 0) return 0;
 
-    std::cout << "\nA buffer of 10000003 floats over " << count << " GPU" << (count == 1 ? "" : "s") << ":\n";
-    scale_a_spread_buffer(count);
+    // One worker per GPU; with one GPU, four workers share it (the split and the overlap still show).
+    std::vector<int> devices;
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+    if (count == 1) devices = {0, 0, 0, 0};
+    std::cout << "\nA buffer of 10000003 floats over " << devices.size() << " workers:\n";
+    scale_a_spread_buffer(devices);
 
-    std::cout << "The spin kernel keeps each GPU busy for " << kSpinMs
-              << " ms; host-clock medians of 5 runs:\n";
-    time_overlap("One thread, all devices (run_on_all_devices):", lesson02::run_on_all_devices, count);
-    time_overlap("One thread per device (run_one_thread_per_device):", lesson02::run_one_thread_per_device, count);
+    std::cout << "The spin kernel keeps each worker busy for " << kSpinMs << " ms; host-clock medians of 5 runs:\n";
+    time_overlap("One thread, all devices (run_on_all_devices):", lesson02::run_on_all_devices, devices);
+    time_overlap("One thread per device (run_one_thread_per_device):", lesson02::run_one_thread_per_device, devices);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "demo-02: " << e.what() << '\n';

@@ -13,6 +13,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,17 +23,18 @@
 
 namespace lesson02 {
 
-std::vector<Slice> allocate_slices(std::size_t n, int device_count) {
-  // TODO(task 1): split [0, n) with course::split_ranges(n, device_count) (it throws
-  // std::invalid_argument when device_count < 1). Remember the caller's device (cudaGetDevice).
-  // For each device d: make d current (cudaSetDevice), because cudaMalloc allocates on the current
-  // device; cudaMalloc range.size() floats (nothing for an empty range: data stays nullptr) and
-  // record {d, data, range}. Finally make the caller's device current again. Wrap every CUDA call
-  // in CUDA_CHECK (common/check.h): cudaSetDevice(d) for a device that does not exist then throws
-  // course::ApiError, as the contract asks. If a call throws halfway, free what you had allocated
-  // and give the caller its device back before letting the exception go on.
+std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices) {
+  // TODO(task 1): throw std::invalid_argument if `devices` is empty. Split [0, n) with
+  // course::split_ranges(n, k) for k = devices.size() workers. Remember the caller's device
+  // (cudaGetDevice). For each worker k: make devices[k] current (cudaSetDevice), because cudaMalloc
+  // allocates on the current device; cudaMalloc range.size() floats (nothing for an empty range:
+  // data stays nullptr) and record {devices[k], data, range}. A device may repeat ({0, 0, 0}):
+  // each worker still gets a slice of its own. Finally make the caller's device current again.
+  // Wrap every CUDA call in CUDA_CHECK (common/check.h): cudaSetDevice for a device that does not
+  // exist then throws course::ApiError, as the contract asks. If a call throws halfway, free what
+  // you had allocated and give the caller its device back before letting the exception go on.
   (void)n;
-  (void)device_count;
+  (void)devices;
   NOT_IMPLEMENTED("task 1");
 }
 
@@ -43,37 +45,39 @@ void free_slices(std::vector<Slice>& slices) {
   NOT_IMPLEMENTED("task 1");
 }
 
-void run_on_all_devices(int device_count, const DeviceWork& work) {
-  // TODO(task 2): remember the caller's device. First loop, d = 0 .. device_count-1: make d current,
-  // create a stream on it (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) and call
-  // work(d, s), which only enqueues. Do NOT wait inside this loop: the devices would then run one
-  // after another. Second loop: cudaStreamSynchronize each stream. Then destroy each stream (with
-  // its device current) and make the caller's device current again.
-  (void)device_count;
+void run_on_all_devices(std::span<const int> devices, const DeviceWork& work) {
+  // TODO(task 2): remember the caller's device. First loop, worker k = 0, 1, ...: make devices[k]
+  // current, create a stream on it (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)), one per
+  // WORKER (keep them in a vector indexed by k, not by device: a device may repeat), and call
+  // work(k, devices[k], s), which only enqueues. Do NOT wait inside this loop: the workers would
+  // then run one after another. Second loop: cudaStreamSynchronize each stream. Then destroy each
+  // stream (with its device current) and make the caller's device current again.
+  (void)devices;
   (void)work;
   NOT_IMPLEMENTED("task 2");
 }
 
-void scale_slices(const std::vector<Slice>& input, const std::vector<Slice>& output, float factor) {
+void scale_slices(std::span<const Slice> input, std::span<const Slice> output, float factor) {
   // TODO(task 2): for each slice k, launch_scale(input[k].data, output[k].data, size, factor, stream)
-  // on device k, all devices at the same time. run_on_all_devices does the device and stream work:
-  // pass it a lambda. Throw std::invalid_argument if input and output differ in size.
+  // on input[k].device, all slices at the same time. run_on_all_devices does the device and stream
+  // work: collect the slices' devices into a list and pass it with a lambda that uses the worker
+  // number k. Throw std::invalid_argument if input and output differ in size, device or range.
   (void)input;
   (void)output;
   (void)factor;
   NOT_IMPLEMENTED("task 2");
 }
 
-void run_one_thread_per_device(int device_count, const DeviceWork& work) {
-  // TODO(task 3): start one std::thread per device (give it d by value, not a reference to the loop
-  // variable). In worker d: cudaSetDevice(d) first (a new thread starts on device 0, not on its
-  // parent's device), create a stream, call work(d, stream), wait for the stream, destroy it. Start
-  // EVERY worker before joining any: joining each right after its start serializes the devices.
-  // An exception must not leave a thread (std::terminate): catch everything in the worker and keep
-  // it in its own slot of a std::vector<std::exception_ptr> sized before the threads start
-  // (std::current_exception()). After joining EVERY worker, rethrow the lowest-numbered one that is
-  // set (std::rethrow_exception).
-  (void)device_count;
+void run_one_thread_per_device(std::span<const int> devices, const DeviceWork& work) {
+  // TODO(task 3): start one std::thread per worker k (give it k and devices[k] by value, not a
+  // reference to the loop variable). In worker k: cudaSetDevice(devices[k]) first (a new thread
+  // starts on device 0, not on its parent's device), create a stream, call work(k, devices[k],
+  // stream), wait for the stream, destroy it. Start EVERY worker before joining any: joining each
+  // right after its start serializes the workers. An exception must not leave a thread
+  // (std::terminate): catch everything in the worker and keep it in its own slot of a
+  // std::vector<std::exception_ptr> sized before the threads start (std::current_exception()).
+  // After joining EVERY worker, rethrow the lowest-numbered one that is set (std::rethrow_exception).
+  (void)devices;
   (void)work;
   NOT_IMPLEMENTED("task 3");
 }

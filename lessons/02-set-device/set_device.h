@@ -13,15 +13,20 @@
 
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "common/partition.h"
 
 namespace lesson02 {
 
-// ---- Task 1: one slice of a buffer on every device ------------------------------------------
+// ---- Task 1: one slice of a buffer per worker ---------------------------------------------
 
-// Part of a buffer of n floats spread over several GPUs: elements [range.begin, range.end)
+// Every function here takes the devices as a list, one entry per *worker*, in which a device may
+// repeat: {0, 1} is one worker on each of two GPUs, {0, 0, 0} three workers sharing GPU 0. So a
+// machine with one GPU runs every task, and worker k always means devices[k].
+
+// Part of a buffer of n floats spread over several workers: elements [range.begin, range.end)
 // live in `data`, in the global memory of `device`.
 struct Slice {
   int device = -1;
@@ -29,13 +34,13 @@ struct Slice {
   course::Range range;
 };
 
-// Splits n floats over devices 0 .. device_count-1 as course::split_range does (balanced: sizes
-// differ by at most one, the first n % device_count slices get the extra element) and allocates
-// slice k with cudaMalloc in the memory of device k. Returns device_count slices, slice k on
-// device k, in order. The caller's current device is the same after the call as before it.
-// Throws std::invalid_argument when device_count < 1 and course::ApiError when a device does not
-// exist (after freeing whatever it had allocated).
-std::vector<Slice> allocate_slices(std::size_t n, int device_count);
+// Splits n floats over the k = devices.size() workers as course::split_ranges(n, k) does
+// (balanced: sizes differ by at most one, the first n % k slices get the extra element, together
+// they cover [0, n)) and allocates slice k with cudaMalloc in the memory of devices[k]. Returns
+// k slices, slice k = {devices[k], data, range k}, in order. The caller's current device is the
+// same after the call as before it. Throws std::invalid_argument when `devices` is empty, and
+// course::ApiError when a device does not exist, after freeing whatever it had allocated.
+std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices);
 
 // Frees every slice's memory (each on its own device) and empties `slices`. The caller's current
 // device is the same after the call as before it.
@@ -43,31 +48,34 @@ void free_slices(std::vector<Slice>& slices);
 
 // ---- Task 2: one host thread, many devices ---------------------------------------------------
 
-// Work for one device: enqueue it on `stream` and return without waiting. When it is called,
-// `device` is the current device and `stream` is a stream of that device.
-using DeviceWork = std::function<void(int device, cudaStream_t stream)>;
+// Work for one worker: enqueue it on `stream` and return without waiting. When it is called,
+// `device` (= devices[worker]) is the current device and `stream` is a stream of that device,
+// the worker's own: two workers on one device get two streams.
+using DeviceWork = std::function<void(int worker, int device, cudaStream_t stream)>;
 
-// On the calling thread: for each device d = 0 .. device_count-1 in order, makes d current,
-// creates a stream on it and calls work(d, stream); only once every device has its work does
-// it wait for the streams, then destroys them. The devices therefore run at the same time.
-// device_count = 0 does nothing. Returns when all the work is done; the caller's current device
-// is the same after the call as before it.
-void run_on_all_devices(int device_count, const DeviceWork& work);
+// On the calling thread: for each worker k = 0, 1, ... in order, makes devices[k] current,
+// creates a stream on it and calls work(k, devices[k], stream); only once every worker has its
+// work does it wait for the streams, then destroys them. The workers therefore run at the same
+// time. An empty list does nothing. Returns when all the work is done; the caller's current
+// device is the same after the call as before it.
+void run_on_all_devices(std::span<const int> devices, const DeviceWork& work);
 
-// output[k].data[i] = factor * input[k].data[i] for every slice k and every i < its size, each
-// slice on its own device (slice k lives on device k, as allocate_slices makes them), all
-// devices at the same time. `input` and `output` have the same number of slices and the same
-// ranges. Returns when every slice is done; the caller's current device is unchanged.
-void scale_slices(const std::vector<Slice>& input, const std::vector<Slice>& output, float factor);
+// output[k].data[i] = factor * input[k].data[i] for every slice k and every i < its size, slice
+// k on its own device (input[k].device, as allocate_slices made it), all slices at the same time.
+// The slices carry their devices, so they are the device list here. `input` and `output` have
+// the same number of slices with the same devices and ranges; otherwise std::invalid_argument.
+// Returns when every slice is done; the caller's current device is unchanged.
+void scale_slices(std::span<const Slice> input, std::span<const Slice> output, float factor);
 
-// ---- Task 3: one host thread per device -----------------------------------------------------
+// ---- Task 3: one host thread per worker -----------------------------------------------------
 
-// Starts one std::thread per device d = 0 .. device_count-1. Worker d makes device d current,
-// creates its own stream on it, calls work(d, stream) and waits for that stream. All workers
-// run at the same time and are all joined before the call returns. If a worker throws (in
-// `work` or in a CUDA call), the call still joins every worker and then rethrows the exception
-// of the lowest-numbered failing worker to the caller. device_count = 0 does nothing.
-void run_one_thread_per_device(int device_count, const DeviceWork& work);
+// Starts one std::thread per worker k. Worker k makes devices[k] current, creates its own stream
+// on it, calls work(k, devices[k], stream) and waits for that stream. All workers run at the same
+// time and are all joined before the call returns, so it returns when all the work is done. If
+// a worker throws (in `work` or in a CUDA call), the call still joins every worker and then
+// rethrows the exception of the lowest-numbered failing worker to the caller, whichever failed
+// first. An empty list does nothing.
+void run_one_thread_per_device(std::span<const int> devices, const DeviceWork& work);
 
 // ---- Task 4: a device guard of your own -----------------------------------------------------
 

@@ -50,7 +50,8 @@ void demo_copy(const std::string& label, int src, int dst, std::size_t bytes, co
     CUDA_CHECK(cudaDeviceSynchronize());
   }
   const auto begin = std::chrono::steady_clock::now();
-  const lesson03::CopyPath path = lesson03::copy_between_devices(to.data(), dst, from.data(), src, bytes, state, options);
+  const lesson03::CopyPath path =
+      lesson03::copy_between_devices(to.data(), dst, from.data(), src, bytes, state, options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
   std::vector<std::uint8_t> back(bytes);
   CUDA_CHECK(cudaMemcpy(back.data(), to.data(), bytes, cudaMemcpyDeviceToHost));
@@ -72,9 +73,8 @@ int main() {
   if (count == 0) return 0;
   const int src = 0, dst = count > 1 ? 1 : 0;
 
-  section("Task 1: who can reach whom (rows: the device that reads and writes)", [] {
-    lesson03::print_peer_matrix(std::cout, lesson03::query_peer_matrix());
-  });
+  section("Task 1: who can reach whom (rows: the device that reads and writes)",
+          [] { lesson03::print_peer_matrix(std::cout, lesson03::query_peer_matrix()); });
 
   lesson03::PeerAccessState on;
   section("Task 2: enable peer access everywhere it is possible, twice", [&] {

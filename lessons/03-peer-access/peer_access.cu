@@ -140,8 +140,8 @@ Measurement measure_latency(int src_device, int dst_device, const MeasureOptions
   NOT_IMPLEMENTED("task 5");
 }
 
-Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped,
-                           std::size_t chunk_bytes, const MeasureOptions& options) {
+Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped, std::size_t chunk_bytes,
+                           const MeasureOptions& options) {
   // TODO(task 5): allocate the device buffers and ONE course::PinnedBuffer of 2 * chunk_bytes, put
   // it in a CopyOptions (force_staged, chunk_bytes, staging), and time with course::measure_host
   // either copy_between_devices (overlapped) or copy_staged_serial (not overlapped).

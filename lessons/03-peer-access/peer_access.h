@@ -84,7 +84,9 @@ enum class CopyPath {
   staged,  // through pinned host memory, in chunks, device-to-host then host-to-device
 };
 
-inline const char* to_string(CopyPath path) { return path == CopyPath::direct ? "direct" : "staged"; }
+inline const char* to_string(CopyPath path) {
+  return path == CopyPath::direct ? "direct" : "staged";
+}
 
 struct CopyOptions {
   // Take the staged path even where a direct copy is possible (a device to itself included):
@@ -155,7 +157,7 @@ Measurement measure_latency(int src_device, int dst_device, const MeasureOptions
 // Task 5. The staged copy of `bytes` (through one reused pinned staging allocation): overlapped
 // (copy_between_devices with force_staged) or serial (copy_staged_serial), timed with the host
 // clock since it spans two devices and returns when done.
-Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped,
-                           std::size_t chunk_bytes, const MeasureOptions& options = {});
+Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped, std::size_t chunk_bytes,
+                           const MeasureOptions& options = {});
 
 }  // namespace lesson03

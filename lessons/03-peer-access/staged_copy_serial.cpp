@@ -34,8 +34,8 @@ void copy_staged_serial(void* dst, int dst_device, const void* src, int src_devi
     staging = own.data();
   }
 
-  course::Stream to_host(src_device);   // device-to-host copies: the source device's copy engine
-  course::Stream to_device(dst_device); // host-to-device copies: the destination device's copy engine
+  course::Stream to_host(src_device);    // device-to-host copies: the source device's copy engine
+  course::Stream to_device(dst_device);  // host-to-device copies: the destination device's copy engine
   const course::Event filled(src_device, cudaEventDisableTiming);   // the chunk is in the staging buffer
   const course::Event drained(dst_device, cudaEventDisableTiming);  // the chunk has left it
 

@@ -65,8 +65,8 @@ std::vector<int> select_devices(const SelectionCriteria& criteria) {
   const int count = count_devices();
   for (int d = 0; d < count && static_cast<int>(selected.size()) < criteria.max_devices; ++d) {
     const DeviceInfo info = describe_device(d);
-    const bool new_enough = info.major > criteria.min_major ||
-                            (info.major == criteria.min_major && info.minor >= criteria.min_minor);
+    const bool new_enough =
+        info.major > criteria.min_major || (info.major == criteria.min_major && info.minor >= criteria.min_minor);
     if (new_enough && info.free_memory >= criteria.min_free_memory) selected.push_back(d);
   }
   return selected;
@@ -75,14 +75,14 @@ std::vector<int> select_devices(const SelectionCriteria& criteria) {
 void print_device_table(std::ostream& out, const std::vector<DeviceInfo>& devices) {
   // Task 4: fixed-width columns; GB = 10^9 bytes, as memory datasheets count.
   out << std::left << std::setw(4) << "GPU" << std::setw(26) << "name" << std::setw(5) << "cc" << std::right
-      << std::setw(10) << "total GB" << std::setw(10) << "free GB" << std::setw(6) << "SMs" << "  " << std::left
-      << std::setw(14) << "PCI bus id" << "UUID\n";
+      << std::setw(10) << "total GB" << std::setw(10) << "free GB" << std::setw(6) << "SMs"
+      << "  " << std::left << std::setw(14) << "PCI bus id"
+      << "UUID\n";
   for (const DeviceInfo& d : devices) {
     out << std::left << std::setw(4) << d.ordinal << std::setw(26) << d.name << std::setw(5)
-        << (std::to_string(d.major) + "." + std::to_string(d.minor)) << std::right << std::fixed
-        << std::setprecision(1) << std::setw(10) << d.total_memory / 1e9 << std::setw(10) << d.free_memory / 1e9
-        << std::setw(6) << d.multiprocessor_count << "  " << std::left << std::setw(14) << d.pci_bus_id << d.uuid
-        << '\n';
+        << (std::to_string(d.major) + "." + std::to_string(d.minor)) << std::right << std::fixed << std::setprecision(1)
+        << std::setw(10) << d.total_memory / 1e9 << std::setw(10) << d.free_memory / 1e9 << std::setw(6)
+        << d.multiprocessor_count << "  " << std::left << std::setw(14) << d.pci_bus_id << d.uuid << '\n';
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,19 +23,20 @@
 
 namespace lesson02 {
 
-std::vector<Slice> allocate_slices(std::size_t n, int device_count) {
+std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices) {
   // Task 1: cudaMalloc allocates on the current device, so each slice's device is made current first.
-  const std::vector<course::Range> ranges = course::split_ranges(n, device_count);
+  if (devices.empty()) throw std::invalid_argument("allocate_slices: no devices given");
+  const std::vector<course::Range> ranges = course::split_ranges(n, static_cast<int>(devices.size()));
   int caller = 0;
   CUDA_CHECK(cudaGetDevice(&caller));
   std::vector<Slice> slices;
   slices.reserve(ranges.size());
   try {
-    for (int d = 0; d < device_count; ++d) {
+    for (std::size_t k = 0; k < devices.size(); ++k) {
       Slice slice;
-      slice.device = d;
-      slice.range = ranges[d];
-      CUDA_CHECK(cudaSetDevice(d));
+      slice.device = devices[k];
+      slice.range = ranges[k];
+      CUDA_CHECK(cudaSetDevice(slice.device));
       if (!slice.range.empty())
         CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&slice.data), slice.range.size() * sizeof(float)));
       slices.push_back(slice);
@@ -65,57 +67,63 @@ void free_slices(std::vector<Slice>& slices) {
   CUDA_CHECK(cudaSetDevice(caller));
 }
 
-void run_on_all_devices(int device_count, const DeviceWork& work) {
-  // Task 2: launch on every device first (each launch returns at once), then wait on each.
+void run_on_all_devices(std::span<const int> devices, const DeviceWork& work) {
+  // Task 2: launch on every worker's device first (each launch returns at once), then wait on each.
   int caller = 0;
   CUDA_CHECK(cudaGetDevice(&caller));
-  std::vector<cudaStream_t> streams;
-  streams.reserve(device_count > 0 ? device_count : 0);
+  std::vector<cudaStream_t> streams;  // streams[k] is worker k's, on devices[k]
+  streams.reserve(devices.size());
   try {
-    for (int d = 0; d < device_count; ++d) {
-      CUDA_CHECK(cudaSetDevice(d));  // the stream and the launches into it belong to device d
+    for (std::size_t k = 0; k < devices.size(); ++k) {
+      CUDA_CHECK(cudaSetDevice(devices[k]));  // the stream and the launches into it belong to devices[k]
       cudaStream_t stream = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       streams.push_back(stream);
-      work(d, stream);  // enqueues and returns: no waiting inside this loop
+      work(static_cast<int>(k), devices[k], stream);  // enqueues and returns: no waiting inside this loop
     }
     for (cudaStream_t stream : streams) CUDA_CHECK(cudaStreamSynchronize(stream));
   } catch (...) {
-    for (std::size_t d = 0; d < streams.size(); ++d) {  // a stream with work left is freed when it is done
-      (void)cudaSetDevice(static_cast<int>(d));
-      (void)cudaStreamDestroy(streams[d]);
+    for (std::size_t k = 0; k < streams.size(); ++k) {  // a stream with work left is freed when it is done
+      (void)cudaSetDevice(devices[k]);
+      (void)cudaStreamDestroy(streams[k]);
     }
     (void)cudaSetDevice(caller);
     throw;
   }
-  for (std::size_t d = 0; d < streams.size(); ++d) {
-    CUDA_CHECK(cudaSetDevice(static_cast<int>(d)));
-    CUDA_CHECK(cudaStreamDestroy(streams[d]));
+  for (std::size_t k = 0; k < streams.size(); ++k) {
+    CUDA_CHECK(cudaSetDevice(devices[k]));
+    CUDA_CHECK(cudaStreamDestroy(streams[k]));
   }
   CUDA_CHECK(cudaSetDevice(caller));
 }
 
-void scale_slices(const std::vector<Slice>& input, const std::vector<Slice>& output, float factor) {
-  // Task 2: slice k is on device k, so run_on_all_devices hands each device its own slice.
+void scale_slices(std::span<const Slice> input, std::span<const Slice> output, float factor) {
+  // Task 2: the slices carry their devices: that list goes to run_on_all_devices, worker k scales slice k.
   if (input.size() != output.size())
     throw std::invalid_argument("scale_slices: input and output have different numbers of slices");
-  run_on_all_devices(static_cast<int>(input.size()), [&](int d, cudaStream_t stream) {
-    launch_scale(input[d].data, output[d].data, input[d].range.size(), factor, stream);
+  std::vector<int> devices;
+  for (std::size_t k = 0; k < input.size(); ++k) {
+    if (input[k].device != output[k].device || !(input[k].range == output[k].range))
+      throw std::invalid_argument("scale_slices: input and output slice " + std::to_string(k) + " differ");
+    devices.push_back(input[k].device);
+  }
+  run_on_all_devices(devices, [&](int k, int, cudaStream_t stream) {
+    launch_scale(input[k].data, output[k].data, input[k].range.size(), factor, stream);
   });
 }
 
-void run_one_thread_per_device(int device_count, const DeviceWork& work) {
+void run_one_thread_per_device(std::span<const int> devices, const DeviceWork& work) {
   // Task 3: a new thread starts on device 0, whatever its parent's device, so each worker sets its own.
-  std::vector<std::exception_ptr> errors(device_count > 0 ? device_count : 0);
+  std::vector<std::exception_ptr> errors(devices.size());  // errors[k] is worker k's alone: no lock
   std::vector<std::thread> workers;
-  workers.reserve(errors.size());
-  auto worker = [&work, &errors](int d) {
+  workers.reserve(devices.size());
+  auto worker = [&work, &errors](int k, int device) {
     try {
-      CUDA_CHECK(cudaSetDevice(d));
+      CUDA_CHECK(cudaSetDevice(device));
       cudaStream_t stream = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       try {
-        work(d, stream);
+        work(k, device, stream);
         CUDA_CHECK(cudaStreamSynchronize(stream));
       } catch (...) {
         (void)cudaStreamDestroy(stream);
@@ -123,17 +131,17 @@ void run_one_thread_per_device(int device_count, const DeviceWork& work) {
       }
       CUDA_CHECK(cudaStreamDestroy(stream));
     } catch (...) {
-      errors[d] = std::current_exception();  // an exception leaving a thread would call std::terminate
+      errors[k] = std::current_exception();  // an exception leaving a thread would call std::terminate
     }
   };
   try {
-    for (int d = 0; d < device_count; ++d) workers.emplace_back(worker, d);
+    for (std::size_t k = 0; k < devices.size(); ++k) workers.emplace_back(worker, static_cast<int>(k), devices[k]);
   } catch (...) {  // a thread could not be started: join the ones that were
     for (std::thread& started : workers) started.join();
     throw;
   }
   for (std::thread& started : workers) started.join();
-  for (const std::exception_ptr& error : errors)
+  for (const std::exception_ptr& error : errors)  // in worker order: the lowest-numbered failure wins
     if (error) std::rethrow_exception(error);
 }
 

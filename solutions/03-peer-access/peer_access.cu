@@ -294,8 +294,8 @@ Measurement measure_latency(int src_device, int dst_device, const MeasureOptions
   return per_operation(timing, static_cast<double>(kLatencyBytes), kLatencyCopies);
 }
 
-Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped,
-                           std::size_t chunk_bytes, const MeasureOptions& options) {
+Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped, std::size_t chunk_bytes,
+                           const MeasureOptions& options) {
   // Task 5: the same buffers and the same pinned staging memory for both variants.
   const course::DeviceBuffer<std::uint8_t> src(src_device, bytes);
   const course::DeviceBuffer<std::uint8_t> dst(dst_device, bytes);

@@ -5,7 +5,10 @@
 # The course's structure check (suite `course`): every lesson has its reading, contract,
 # starter with TODO(task N) markers, solution, test file and table entry; the task numbers
 # agree between the README, the starter and the test tags; every graded test case carries
-# its tags; and outside its TODO regions the starter is the solution, line for line.
+# its tags and is named in the README's "What the tests check" table; the table's student file
+# is the one the grader takes from a submission (tests/grader/course_layout.py decides that, and
+# this check holds the build's table to it); and outside its TODO regions the starter is the
+# solution, line for line.
 """Usage: check_structure.py COURSE_ROOT  (exit 0 when the course is consistent, 1 otherwise)."""
 
 import difflib
@@ -13,10 +16,15 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
+
+import course_layout  # noqa: E402  the grader's rule for which file is a lesson's student file
+
 README_SECTIONS = [
     "What you will learn",
     "Concepts and APIs",
     "Tasks",
+    "What the tests check",
     "What to ignore for now",
     "Run",
     "Expected output",
@@ -38,6 +46,16 @@ def student_file(lesson, table):
         return None, None
     starter = lesson / m.group(1)
     return starter.with_suffix(".h"), starter
+
+
+def section_text(readme_text, title):
+    """The text of the README section whose heading contains `title`, up to the next heading of
+    the same or a higher level ('' when there is none)."""
+    m = re.search(rf"^(#+) .*{re.escape(title)}.*$", readme_text, re.M | re.I)
+    if not m:
+        return ""
+    end = re.compile(rf"^#{{1,{len(m.group(1))}}} ", re.M).search(readme_text, m.end())
+    return readme_text[m.end():end.start() if end else len(readme_text)]
 
 
 def todo_regions(lines):
@@ -107,6 +125,8 @@ def check_lesson(root, lesson, table):
             if needed not in tags:
                 problems.append(f"{name}: test case '{case_name}' has no {needed} tag")
         tag_tasks.update(re.findall(r"\[task:(\d+)\]", tags))
+        if case_name not in section_text(readme_text, "What the tests check"):
+            problems.append(f"{name}: test case '{case_name}' is not named in the README's 'What the tests check' table")
     if not todo_tasks:
         problems.append(f"{name}: the starter has no TODO(task N) marker")
     for label, tasks in [("README headings '### Task N'", readme_tasks),
@@ -114,9 +134,34 @@ def check_lesson(root, lesson, table):
                          ("[task:N] test tags", tag_tasks)]:
         if tasks != todo_tasks:
             problems.append(f"{name}: TODO(task N) markers name tasks {sorted(todo_tasks)} but {label} name {sorted(tasks)}")
+    # "file:line" in the README (expected output) must still point where it says: a starter line at a
+    # NOT_IMPLEMENTED, a test file line at a TEST_CASE or an assertion.
+    for file_name, number in re.findall(r"([\w.]+\.(?:cu|cpp)):(\d+)", readme_text):
+        target = {starter.name: (starter_text, "NOT_IMPLEMENTED"), test.name: (test_text, "TEST_CASE|CHECK|REQUIRE")}
+        if file_name in target:
+            text, expected = target[file_name]
+            lines = text.splitlines()
+            line = lines[int(number) - 1] if 0 < int(number) <= len(lines) else ""
+            if not re.search(expected, line):
+                problems.append(f"{name}: README.md points at {file_name}:{number}, which is not a {expected} line")
     if re.search(r"TODO\(task \d", solution_text) or 'NOT_IMPLEMENTED("' in solution_text:
         problems.append(f"{name}: the solution still has a TODO(task N) or NOT_IMPLEMENTED")
     problems += [f"{name}: {p}" for p in differences_outside_todo(starter_text.splitlines(), solution_text.splitlines())]
+    return problems
+
+
+def check_student_files(root, table):
+    """The build's table names, for each lesson, the student file the grader would take."""
+    try:
+        lessons = course_layout.discover_lessons(root)
+    except course_layout.LayoutError as error:
+        return [f"the grader finds no lessons: {error}"]
+    problems = []
+    for lesson in lessons:
+        _, starter = student_file(root / "lessons" / lesson.slug, table)
+        if starter is not None and starter.name != lesson.student_filename:
+            problems.append(f"{lesson.slug}: tests/meson.build builds '{starter.name}' as the student file, but the "
+                            f"grader takes '{lesson.student_filename}' from a submission")
     return problems
 
 
@@ -143,6 +188,7 @@ def main(argv):
         print(f"{lesson.name}: {'ok' if not found else f'{len(found)} problem(s)'}")
         problems += found
     problems += check_headers(root)
+    problems += check_student_files(root, table)
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"{len(lessons)} lessons checked, {len(problems)} problem(s)")

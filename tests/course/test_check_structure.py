@@ -69,6 +69,20 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
                   '  return count;\n  NOT_IMPLEMENTED("task 1");\n}')
         self.assert_reported("the solution still has")
 
+    def test_a_test_case_missing_from_the_readme_table_is_reported(self):
+        self.edit(f"lessons/{LESSON}/README.md", "| the device count matches the runtime's |", "| (forgotten) |")
+        self.assert_reported("is not named in the README's 'What the tests check' table")
+
+    def test_a_student_file_the_grader_would_not_take_is_reported(self):
+        # A second source with a header beside it; the grader keeps the one named after the lesson.
+        for relative in (f"lessons/{LESSON}/extra.h", f"lessons/{LESSON}/extra.cpp", f"solutions/{LESSON}/extra.cpp"):
+            (self.root / relative).write_text("// SPDX-License-Identifier: MIT\n")
+        self.edit("tests/meson.build", "'student': 'device_enumeration.cpp'", "'student': 'extra.cpp'")
+        self.assert_reported("but the grader takes 'device_enumeration.cpp'")
+    def test_a_readme_pointing_at_a_wrong_line_is_reported(self):
+        self.edit(f"lessons/{LESSON}/README.md", "device_enumeration.cpp:26", "device_enumeration.cpp:27")
+        self.assert_reported("README.md points at device_enumeration.cpp:27")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

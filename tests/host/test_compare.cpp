@@ -5,7 +5,6 @@
 // the count and the part it fell in; NaN never matches; seeded inputs are reproducible.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>

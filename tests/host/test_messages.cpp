@@ -13,7 +13,9 @@ using Catch::Matchers::ContainsSubstring;
 using Catch::Matchers::StartsWith;
 
 namespace {
-int unfinished_function() { NOT_IMPLEMENTED("task 3"); }
+int unfinished_function() {
+  NOT_IMPLEMENTED("task 3");
+}
 }  // namespace
 
 TEST_CASE("NOT_IMPLEMENTED names the task, the function and the file:line", "[host][messages]") {
@@ -22,7 +24,8 @@ TEST_CASE("NOT_IMPLEMENTED names the task, the function and the file:line", "[ho
     FAIL("NOT_IMPLEMENTED did not throw");
   } catch (const course::NotImplemented& e) {
     const std::string message = e.what();
-    CHECK_THAT(message, StartsWith("NOT_IMPLEMENTED: task 3 in unfinished_function() at tests/host/test_messages.cpp:"));
+    CHECK_THAT(message,
+               StartsWith("NOT_IMPLEMENTED: task 3 in unfinished_function() at tests/host/test_messages.cpp:"));
   }
 }
 

@@ -5,7 +5,6 @@
 // its share, at the edges (n = 0, n < k, n not divisible by k, one part, many parts).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
-
 #include <stdexcept>
 
 #include "common/partition.h"
