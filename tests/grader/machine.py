@@ -3,9 +3,10 @@
 """The record of the machine a grade was made on.
 
 A multi-GPU grade depends on the machine: a case that needs 4 GPUs is ungraded on a
-machine with 2. So every grade carries this record: the GPUs (from the test program's own
-inventory and from nvidia-smi), the driver, the CUDA runtime, nvcc and NCCL. Anything that
-cannot be found reads "unknown".
+machine with 2. So every grade carries this record: the GPU count from the grader's own probe
+(gpu_probe.py: the count that decides what is ungraded), the GPUs' names from nvidia-smi and
+from a test program's inventory (descriptive only), the driver, the CUDA runtime, nvcc, NCCL,
+and whether the graded programs ran in a sandbox. Anything that cannot be found reads "unknown".
 """
 
 from __future__ import annotations
@@ -73,13 +74,20 @@ def nccl_version() -> str:
     return UNKNOWN
 
 
-def machine_record(inventory: dict | None) -> dict:
-    """Everything known about this machine; `inventory` is a test program's GPU inventory."""
+def machine_record(inventory: dict | None, probe: dict | None = None, sandbox: str = "off (unknown)") -> dict:
+    """Everything known about this machine; `inventory` is a test program's GPU inventory,
+    `probe` the grader's own GPU count (gpu_probe.py)."""
     smi = nvidia_smi_gpus()
+    if probe is not None:
+        count = probe["gpus"]
+    else:
+        count = inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN)
     return {
         "hostname": platform.node() or UNKNOWN,
         "graded_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "gpu_count": inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN),
+        "gpu_count": count,
+        "gpu_probe": probe if probe is not None else UNKNOWN,
+        "sandbox": sandbox,
         "cuda_visible_devices": inventory["cuda_visible_devices"] if inventory else
         os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
         "gpus": inventory["gpus"] if inventory else UNKNOWN,

@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixture"
+CHANNEL_SOURCES = [HERE.parents[1] / "common" / "testing" / name for name in ("result_channel.h", "result_channel.cpp")]
+ATTACKS = HERE / "attacks" / "fixture"
 GRADE = HERE / "grade.py"
 EXPECT = HERE.parent / "course" / "expect.py"
 sys.path.insert(0, str(HERE))
@@ -41,12 +43,16 @@ if not TOOLS_MISSING and subprocess.run(["pkg-config", "--exists", "catch2"]).re
     TOOLS_MISSING.append("Catch2 v3 (pkg-config catch2)")
 
 TMP: Path = Path()
+COURSE: Path = Path()  # the fixture course with the course's result channel copied in
 DEFAULT: dict = {}  # the grading of the fixture's working tree, made once by setUpModule
 
 
 def run_grader(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """grade.py on the fixture course, with a short case time-out."""
-    argv = [sys.executable, str(GRADE), "--course", str(FIXTURE), "--quiet", "--timeout", CASE_TIMEOUT,
+    """grade.py on the fixture course, with a short case time-out. The grader's GPU probe is
+    told the fixture's FAKE_GPU_COUNT (0 unless set), whatever GPUs this machine has."""
+    env = dict(os.environ if env is None else env)
+    env["COURSE_GRADER_TEST_GPU_COUNT"] = env.get("FAKE_GPU_COUNT", "0")
+    argv = [sys.executable, str(GRADE), "--course", str(COURSE), "--quiet", "--timeout", CASE_TIMEOUT,
             "-j", "2", *args]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
@@ -73,8 +79,12 @@ def tests_by_number(results: dict) -> dict:
 
 
 def setUpModule():
-    global TMP
+    global TMP, COURSE
     TMP = Path(tempfile.mkdtemp(prefix="grader-test-"))
+    COURSE = TMP / "fixture"
+    shutil.copytree(FIXTURE, COURSE)
+    for source in CHANNEL_SOURCES:
+        shutil.copy(source, COURSE / "common")
     if TOOLS_MISSING:
         return
     done = run_grader("--build-dir", str(TMP / "default"))
@@ -92,27 +102,27 @@ def needs_tools(cls):
 
 
 def program(number: str) -> Path:
-    return TMP / "default" / "tests" / f"lesson-{number}"
+    return TMP / "default" / "working-tree" / "build" / "tests" / f"lesson-{number}"
 
 
 # ============================================================================ unit tests
 
-REPORT_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="t">\n'
+def outcome(code, stderr="", timed_out=False, channel=b"", token="t0k", **kwargs) -> Outcome:
+    return Outcome(exit_code=code, timed_out=timed_out, stdout="", stderr=stderr, seconds=0.1, channel=channel,
+                   token=token, **kwargs)
 
 
-def outcome(code, stderr="", timed_out=False) -> Outcome:
-    return Outcome(exit_code=code, timed_out=timed_out, stdout="", stderr=stderr, seconds=0.1)
+def record_line(case="a case", status="passed", message="", seq=1, token="t0k") -> bytes:
+    return (json.dumps({"token": token, "seq": seq, "case": case, "status": status, "message": message})
+            + "\n").encode()
 
 
 class RunnerUnitTests(unittest.TestCase):
     case = runner.TestCase(name="a case", tags=["01-x", "task:1", "points:2"])
 
-    def classify(self, body: str, result=None, code=0, stderr="", close=True, **kwargs):
-        text = REPORT_HEAD + f'<TestCase name="a case" tags="[01-x]">\n{body}\n'
-        if result is not None:
-            text += f"{result}\n</TestCase>\n"
-            text += "</Catch2TestRun>\n" if close else ""
-        return runner.classify(self.case, outcome(code, stderr, **kwargs), runner.parse_report_text(text), 5)
+    def classify(self, status=None, message="", code=0, stderr="", **kwargs):
+        record = None if status is None else {"status": status, "message": message}
+        return runner.classify(self.case, outcome(code, stderr, **kwargs), record, 5)
 
     def test_escape_test_name(self):
         self.assertEqual(runner.escape_test_name('a, [b] "c" \\ * ~'), 'a\\, \\[b\\] \\"c\\" \\\\ \\* \\~')
@@ -141,53 +151,74 @@ class RunnerUnitTests(unittest.TestCase):
         self.assertIsNone(runner.parse_inventory("no inventory here"))
 
     def test_passed_failed_skipped(self):
-        self.assertEqual(self.classify("", '<OverallResult success="true" skips="0"/>'), (runner.PASSED, ""))
-        failed = self.classify('<Info>seed 7</Info><Expression success="false" type="REQUIRE">'
-                               "<Original>a == b</Original><Expanded>1 == 2</Expanded></Expression>",
-                               '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual(failed, (runner.FAILED, "REQUIRE( a == b ) with expansion: 1 == 2\nwith message: seed 7"))
-        thrown = self.classify("<Exception>NOT_IMPLEMENTED: task 2 in f() at x.cpp:4</Exception>",
-                               '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual(thrown, (runner.FAILED, "NOT_IMPLEMENTED: task 2 in f() at x.cpp:4"))
-        skipped = self.classify("<Skip>\n  needs 2 GPUs, found 1\n</Skip>", '<OverallResult success="true" skips="1"/>',
-                                code=77)
-        self.assertEqual(skipped, (runner.SKIPPED, "needs 2 GPUs, found 1"))
+        self.assertEqual(self.classify("passed"), (runner.PASSED, ""))
+        self.assertEqual(self.classify("failed", "REQUIRE( a == b ) with expansion: 1 == 2", code=1),
+                         (runner.FAILED, "REQUIRE( a == b ) with expansion: 1 == 2"))
+        self.assertEqual(self.classify("skipped", "needs 2 GPUs, found 1", code=77),
+                         (runner.SKIPPED, "needs 2 GPUs, found 1"))
 
-    def test_first_failure_inside_a_section(self):
-        status, message = self.classify(
-            '<Section name="s"><Expression success="false" type="CHECK"><Original>f()</Original>'
-            "<Expanded>f()</Expanded><Exception>boom</Exception></Expression></Section>",
-            '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual((status, message), (runner.FAILED, "boom (thrown inside CHECK( f() ))"))
+    def test_exit_status_must_agree(self):
+        status, message = self.classify("passed", code=3)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertIn("finished but the program then exited with exit code 3", message)
+        self.assertEqual(self.classify("skipped", "x", code=1)[0], runner.CRASHED)
 
-    def test_crash_from_signal_with_cut_report(self):
-        status, message = self.classify("<FatalErrorCondition>SIGSEGV - Segmentation violation signal"
-                                        "</FatalErrorCondition>", '<OverallResult success="false" skips="0"/>',
-                                        code=-11, stderr="GPUs visible: 0 (CUDA_VISIBLE_DEVICES=<unset>), "
-                                        "driver API 0.0, runtime 0.0\nlast words\n", close=False)
+    def test_crash_from_signal(self):
+        status, message = self.classify("failed", "SIGSEGV - Segmentation violation signal", code=-11,
+                                        stderr="GPUs visible: 0 (CUDA_VISIBLE_DEVICES=<unset>), "
+                                        "driver API 0.0, runtime 0.0\nlast words\n")
         self.assertEqual(status, runner.CRASHED)
         self.assertTrue(message.startswith("SIGSEGV (signal 11)"), message)
         self.assertIn("last words", message)
         self.assertNotIn("GPUs visible", message)
 
-    def test_exit_before_the_case_finished(self):
-        status, message = self.classify("", None, code=0)
+    def test_no_record(self):
+        status, message = self.classify(None, code=0)
         self.assertEqual(status, runner.CRASHED)
         self.assertIn("before the case finished", message)
+        self.assertIn("no test case named", self.classify(None, code=2)[1])
 
-    def test_passed_but_bad_exit(self):
-        status, _ = self.classify("", '<OverallResult success="true" skips="0"/>', code=3)
-        self.assertEqual(status, runner.CRASHED)
-
-    def test_watchdog_and_timeout(self):
+    def test_watchdog_timeout_and_output_cap(self):
         line = "WATCHDOG: ncclAllReduce did not finish within 30 s. Probably: a rank did not call it"
-        self.assertEqual(self.classify("", None, code=70, stderr=f"x\n{line}\n"), (runner.TIMED_OUT, line))
-        self.assertEqual(self.classify("", None, code=None, timed_out=True), (runner.TIMED_OUT, "no result after 5 s"))
-
-    def test_no_matching_case(self):
-        status, message = runner.classify(self.case, outcome(2), runner.parse_report_text(REPORT_HEAD), 5)
+        self.assertEqual(self.classify(None, code=70, stderr=f"x\n{line}\n"), (runner.TIMED_OUT, line))
+        self.assertEqual(self.classify(None, code=None, timed_out=True), (runner.TIMED_OUT, "no result after 5 s"))
+        status, message = self.classify("passed", code=-9, output_exceeded=True, printed=9 << 20, output_cap=8 << 20)
         self.assertEqual(status, runner.CRASHED)
-        self.assertIn("no test case named", message)
+        self.assertIn("printed more than the 8 MB allowed", message)
+
+    def test_left_processes_fail_the_case(self):
+        status, message = self.classify("passed", left_behind=1)
+        self.assertEqual(status, runner.FAILED)
+        self.assertIn("left 1 process(es) running", message)
+
+    def test_read_records(self):
+        good = record_line("a", seq=1) + record_line("b", "failed", "boom", seq=2)
+        records = runner.read_records(outcome(1, channel=good), ["a", "b", "c"])
+        self.assertEqual((records["a"]["status"], records["b"]["message"]), ("passed", "boom"))
+        bad = {
+            "token": record_line("a", token="forged"),
+            "numbered": record_line("a", seq=2),
+            "was not run": record_line("z"),
+            "two results": record_line("a") + record_line("a", seq=2),
+            "not one the course's listener writes": b'{"case": "a"}\n',
+            "middle of a record": record_line("a")[:-5],
+        }
+        for why, data in bad.items():
+            with self.assertRaises(runner.ChannelError, msg=why) as caught:
+                runner.read_records(outcome(0, channel=data), ["a", "b"])
+            self.assertIn(why, str(caught.exception))
+        with self.assertRaises(runner.ChannelError):
+            runner.read_records(outcome(0, channel=b"", channel_exceeded=True), ["a"])
+
+    def test_skips_judged_by_the_probe(self):
+        two = runner.TestCase(name="two", tags=[], gpus=2)
+        skipped = runner.judge_skip(runner.CaseResult(two, runner.FAILED, "boom"), gpus=1)
+        self.assertEqual((skipped.status, skipped.message), (runner.SKIPPED, "needs 2 GPUs, found 1"))
+        own = runner.judge_skip(runner.CaseResult(two, runner.SKIPPED, "needs 2 GPUs, found 0"), gpus=2)
+        self.assertEqual(own.status, runner.FAILED)
+        self.assertIn("only a missing GPU makes a case ungraded", own.message)
+        trusted = runner.judge_skip(runner.CaseResult(two, runner.SKIPPED, "needs 2 GPUs"), gpus=None)
+        self.assertEqual(trusted.status, runner.SKIPPED)  # the course's own suite (expect.py)
 
 
 class LayoutUnitTests(unittest.TestCase):
