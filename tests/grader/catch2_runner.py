@@ -290,12 +290,13 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     its own, left no process behind, and its exit status is the one its results imply;
     otherwise every case runs again alone. The grader retries every case that did not pass, so
     that a case failing only because an earlier one left the CUDA context broken still gets
-    its points. `timeout` is per case; the shared run gets twice that plus a minute per ten cases.
+    its points. `timeout` is per case; the shared run gets twice that plus a minute (or ten
+    times `timeout`, if less) per ten cases.
     Raises ChannelError when the result channel holds anything the listener does not write.
     """
     if not cases:
         return []
-    shared_timeout = 2 * timeout + 60 * (1 + len(cases) // 10)
+    shared_timeout = 2 * timeout + min(60, 10 * timeout) * (1 + len(cases) // 10)
     with tempfile.TemporaryDirectory(prefix="catch2-all-") as scratch:
         outcome = _run(program, ["--reporter", "console"], shared_timeout, Path(scratch), env, run, channel=True)
     records = read_records(outcome, [case.name for case in cases])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -99,7 +100,9 @@ class Grader:
     def _probe_gpus(self) -> dict:
         """The GPU count from the grader's own probe, run like a test program (sandbox, limits)."""
         with tempfile.TemporaryDirectory(prefix="gpu-probe-") as scratch:
-            outcome = limited_run.run_limited([sys.executable, str(PROBE)], 120, cwd=scratch,
+            probe = Path(scratch) / PROBE.name  # the sandbox hides the course, where the probe lives
+            shutil.copyfile(PROBE, probe)
+            outcome = limited_run.run_limited([sys.executable, str(probe)], 120, cwd=scratch,
                                               env=runner.clean_env(), limits=self.run.limits,
                                               sandbox=self.sandbox, scratch=Path(scratch))
         try:
@@ -120,7 +123,8 @@ class Grader:
         self.say(f"configuring {build}")
         meson_build.setup(build, source, self.settings.setup_timeout)
         programs = meson_build.target_programs(build)
-        checker = integrity.Checker(build, source, self.settings.allow_headers, self.settings.allow_symbols)
+        checker = integrity.Checker(build, source, self.settings.allow_headers, self.settings.allow_symbols,
+                                    course=self.settings.course)
         grades = []
         for lesson in self.settings.lessons:
             if files[lesson] is None:

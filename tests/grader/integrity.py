@@ -39,9 +39,11 @@ _TOOL_TIMEOUT = 300
 class Checker:
     """Checks student objects of one build folder; caches what it learns about libraries."""
 
-    def __init__(self, build: Path, source: Path, allow_headers: list[str] = (), allow_symbols: list[str] = ()):
+    def __init__(self, build: Path, source: Path, allow_headers: list[str] = (), allow_symbols: list[str] = (),
+                 course: Path | None = None):
         self.build = build.resolve()
-        self.source = source.resolve()
+        self.source = source.resolve()  # the staged copy that was built
+        self.course = course.resolve() if course else None  # the course it was copied from
         self.allow_headers = list(allow_headers)
         self.allow_symbols = set(allow_symbols)
         self._library_symbols: dict[str, set[str]] = {}
@@ -93,7 +95,7 @@ class Checker:
             return "a file of the build folder"
         if _under(path, lesson_dir) or _under(path, self.source / "common"):
             return ""
-        if _under(path, self.source):
+        if _under(path, self.source) or (self.course and _under(path, self.course)):
             return "only the lesson's own folder and common/ may be included from the course"
         roots = [Path(root) for root in policy.SYSTEM_HEADER_ROOTS] + self._toolkit_roots + list(nccl_dirs)
         if any(_under(path, root) for root in roots):

@@ -284,9 +284,12 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
             timed_out = True
             break
     seconds = time.monotonic() - start
-    _kill_group(proc.pid)  # on time-out the command; otherwise what it left running
+    left_behind = 0
+    if proc.poll() is not None:  # it ended on its own: whatever it started and still runs was left behind
+        left_behind = kill_descendants()
+    _kill_group(proc.pid)  # on time-out or too much output, the command and its group
     proc.wait()
-    left_behind = kill_descendants()  # what left the group (setsid) and still runs
+    left_behind += kill_descendants()  # and what left the group (setsid)
     streams = [proc.stdout, proc.stderr]
     for reader, stream in zip(readers, streams):
         reader.join(timeout=10)

@@ -363,7 +363,17 @@ class DefaultGradeTests(unittest.TestCase):
         for field in ("gpus", "gpu_count", "driver", "cuda_runtime", "nvcc", "nccl", "nvidia_smi"):
             self.assertIn(field, record)
         self.assertEqual((record["gpu_count"], record["gpus"], record["driver_api"]), (0, [], "12.4"))
+        self.assertIn("COURSE_GRADER_TEST_GPU_COUNT", record["gpu_probe"]["via"])
+        self.assertRegex(record["sandbox"], r"^(on|off) \(")
+        self.assertIn(f"Sandbox:  {record['sandbox']}", DEFAULT["report"])
+        self.assertIn(record["sandbox"], DEFAULT["results"]["output"])
         self.assertEqual(len(DEFAULT["logs"]), 8)
+
+    def test_nothing_built_inside_the_course(self):
+        self.assertEqual(sorted(p.name for p in COURSE.iterdir()), sorted(p.name for p in FIXTURE.iterdir()))
+        staged = TMP / "default" / "working-tree" / "course"
+        self.assertTrue((staged / "lessons").is_dir())
+        self.assertFalse((staged / "solutions").exists())
 
 
 @needs_tools
@@ -443,6 +453,9 @@ class RequireGpusTests(unittest.TestCase):
         for args in (["--lessons", "99"], ["--submission", str(TMP / "nowhere")], ["--csv", "x.csv"],
                      ["--no-such-option"]):
             self.assertEqual(run_grader("--build-dir", str(TMP / "unused"), *args).returncode, 2, args)
+        inside = run_grader("--build-dir", str(COURSE / "build" / "grading"))
+        self.assertEqual(inside.returncode, 2)
+        self.assertIn("inside the course", inside.stderr)
 
 
 @needs_tools
@@ -501,6 +514,96 @@ class BatchTests(unittest.TestCase):
         tests = tests_by_number(bob["results"])
         self.assertIn("no file starter.cpp in the submission", tests["03.1"]["output"])
         self.assertEqual(tests["03.1"]["max_score"], 2)
+
+
+ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks are on)
+    "control_exception": "the test framework's headers are not the student's to include",
+    "include_solution": "does not build",
+    "include_solution_absolute": "solutions/01-passing/passing.cpp (only the lesson's own folder and common/",
+    "redefine_libc": "defines atoi (as libc.so.6 does)",
+    "skip": "catch_test_macros.hpp",
+    "atexit_forgery": "calls write()",
+    "exit_zero": "calls exit() (process control",
+    "setsid_sleeper": "calls fork()",
+    "huge_output": "printed more than the 8 MB allowed",
+    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+}
+RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
+    "control_exception": "the test framework's own control exception",
+    "exit_zero": "the program ended (exit code 0) before the case finished",
+    "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
+}
+
+
+def sleepers() -> list[str]:
+    """Processes left by the setsid_sleeper attack (its sleep carries the mark 4242.5)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"4242.5" in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@needs_tools
+class AttackTests(unittest.TestCase):
+    """Hostile student files for lesson 01-passing (tests/grader/attacks/fixture/): each scores 0
+    and the report names why; then again with the object checks off, to prove the run-time
+    defences behind them (result channel, control exceptions, exit status, leftover processes)."""
+
+    @classmethod
+    def setUpClass(cls):
+        batch = TMP / "attacks"
+        shutil.copytree(ATTACKS, batch)
+        absolute = batch / "include_solution_absolute"
+        absolute.mkdir()
+        (absolute / "passing.cpp").write_text(f'#include "{COURSE}/solutions/01-passing/passing.cpp"\n')
+        common = ("--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
+        cls.checked = run_grader("--batch", str(batch), "--out", str(TMP / "attacks-grade"), *common)
+        runtime = TMP / "attacks-runtime"
+        runtime.mkdir()
+        for name in RUNTIME_REASONS:
+            shutil.copytree(batch / name, runtime / name)
+        cls.unchecked = run_grader("--batch", str(runtime), "--out", str(TMP / "attacks-runtime-grade"),
+                                   "--no-object-checks", *common)
+        cls.sleeper = run_grader("--submission", str(batch / "setsid_sleeper"), "--out", str(TMP / "sleeper-grade"),
+                                 "--no-object-checks", "--no-sandbox", *common)
+
+    def report(self, out: str, student: str) -> str:
+        return (TMP / out / student / "report.txt").read_text()
+
+    def test_every_attack_scores_zero_and_says_why(self):
+        self.assertEqual(self.checked.returncode, 0, self.checked.stderr)
+        with (TMP / "attacks-grade" / "grades.csv").open() as table:
+            rows = {row["student"]: row for row in csv.DictReader(table)}
+        self.assertEqual(set(rows), set(ATTACK_REASONS))
+        for attack, reason in ATTACK_REASONS.items():
+            self.assertEqual((rows[attack]["01-passing"], rows[attack]["possible"]), ("0", "5"), attack)
+            self.assertIn(reason, " ".join(self.report("attacks-grade", attack).split()), attack)
+        self.assertIn("refused: calls exit()", rows["exit_zero"]["findings"])
+        self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
+
+    def test_the_grader_counts_gpus_itself(self):
+        record = json.loads((TMP / "attacks-grade" / "fake_inventory" / "machine.json").read_text())
+        self.assertEqual(record["gpu_count"], 0)  # not the 8 the student's code printed
+
+    def test_runtime_defences_without_object_checks(self):
+        self.assertEqual(self.unchecked.returncode, 0, self.unchecked.stderr)
+        for attack, reason in RUNTIME_REASONS.items():
+            report = self.report("attacks-runtime-grade", attack)
+            self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
+            self.assertIn(reason, report, attack)
+            self.assertIn("were NOT checked (--no-object-checks)", report)
+
+    def test_a_setsid_child_is_killed_and_reported(self):
+        self.assertEqual(self.sleeper.returncode, 0, self.sleeper.stderr)
+        report = (TMP / "sleeper-grade" / "report.txt").read_text()
+        self.assertIn("Sandbox:  off (--no-sandbox)", report)
+        self.assertIn("left 1 process(es) running", report)
+        self.assertEqual(table_row(report, "01-passing")[1], "0/5")
+        self.assertEqual(sleepers(), [])
 
 
 if __name__ == "__main__":
