@@ -176,6 +176,7 @@ def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
 
 
 def _run(program, args: list[str], timeout: float, scratch: Path, env, run: RunSettings, channel: bool) -> Outcome:
+    program = Path(program).resolve()  # it runs in `scratch`, not here
     return run_limited([str(program), *args], timeout, cwd=scratch, env=clean_env(env),
                        limits=_limits_for(run, timeout), sandbox=run.sandbox, scratch=scratch, channel=channel,
                        readable=[Path(program).resolve().parent])

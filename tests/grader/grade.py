@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -94,7 +95,10 @@ def default_build_dir(course: Path) -> Path:
     """A folder of the user's cache, one per course checkout, so a re-run rebuilds only what changed."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     digest = hashlib.sha1(str(course).encode()).hexdigest()[:10]
-    return cache / "multi-gpu-course-grader" / f"{safe_name(course.name)}-{digest}"
+    folder = (cache / "multi-gpu-course-grader" / f"{safe_name(course.name)}-{digest}").resolve()
+    if folder.is_relative_to(course):  # the course holds the user's cache (a course in $HOME itself)
+        folder = Path(tempfile.gettempdir()).resolve() / f"multi-gpu-course-grader-{os.getuid()}-{digest}"
+    return folder
 
 
 def make_settings(args: argparse.Namespace) -> Settings:

@@ -285,6 +285,8 @@ def cuda_roots() -> list[Path]:
 
 
 def _part_reason(part: str) -> str:
+    if part in ("__wrap_", "__real_"):
+        return "the test program's wrapped functions are not the student's"
     if part == "Catch::":
         return "the test framework is not the student's to use"
     if part == "course::testing::":

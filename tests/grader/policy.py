@@ -63,6 +63,7 @@ REFUSED_NAME_PARTS = (
     "course::testing::",  # the test support: skips, the watchdog, the result channel
     "basic_filebuf", "basic_ofstream", "basic_ifstream", "basic_fstream",  # C++ file streams
     "stdio_filebuf", "stdio_sync_filebuf",  # C++ streams on a descriptor or a FILE*
+    "__wrap_", "__real_",  # the linker's wrapped functions (the test programs wrap __cxa_throw)
 )
 
 # Raw bytes that may not appear anywhere in the object: the mangled name of the test

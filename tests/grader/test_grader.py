@@ -385,6 +385,12 @@ class RunnerOnFixtureTests(unittest.TestCase):
         self.assertEqual([c.points for c in listing.cases], [2, 3, 0])
         self.assertEqual(listing.inventory["gpus_visible"], 0)
 
+    def test_a_relative_program_path(self):  # as Meson passes it to expect.py; the program runs elsewhere
+        listing = runner.list_cases(os.path.relpath(program("01")))
+        self.assertEqual(len(listing.cases), 3)
+        result = runner.run_case(os.path.relpath(program("01")), listing.cases[0], timeout=30)
+        self.assertEqual(result.status, runner.PASSED)
+
     def test_run_one_case_with_special_characters(self):
         case = runner.list_cases(program("02")).cases[0]
         self.assertEqual(case.name, "multiplies, with commas [and brackets]")
