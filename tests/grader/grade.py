@@ -135,8 +135,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
 # ----------------------------------------------------------------------------- outputs
 
 class MachineRecord:
-    """The machine record, made once the first test program has printed its GPU inventory
-    (names only: the count comes from the grader's probe)."""
+    """The machine record, from the grader's GPU probe (never from a graded program)."""
 
     def __init__(self, grader: Grader):
         self._grader = grader
@@ -145,11 +144,8 @@ class MachineRecord:
     def get(self) -> dict:
         if self._record is not None:
             return self._record
-        record = machine.machine_record(self._grader.inventory, self._grader.gpu_probe,
-                                        self._grader.sandbox.description)
-        if self._grader.inventory is not None:
-            self._record = record
-        return record
+        self._record = machine.machine_record(None, self._grader.gpu_probe, self._grader.sandbox.description)
+        return self._record
 
 
 def write_outputs(grade: Grade, out: Path, seconds: float) -> None:

@@ -61,7 +61,8 @@ class Settings:
 
 
 class Grader:
-    """Grades trees for one run; remembers the first GPU inventory it sees."""
+    """Grades trees for one run. `inventory` is the first GPU inventory a test program printed:
+    kept for the logs only, never trusted (the machine record comes from the GPU probe)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -105,11 +106,18 @@ class Grader:
             outcome = limited_run.run_limited([sys.executable, str(probe)], 120, cwd=scratch,
                                               env=runner.clean_env(), limits=self.run.limits,
                                               sandbox=self.sandbox, scratch=Path(scratch))
+        lines = outcome.stdout.strip().splitlines()
         try:
-            found = json.loads(outcome.stdout.strip().splitlines()[-1])
+            found = json.loads(lines[0])
             found["gpus"] = int(found["gpus"])
+            try:
+                found["details"] = json.loads(lines[1])
+            except (ValueError, IndexError):
+                found["details"] = {}
+                self.warn(f"the GPU probe counted the GPUs but could not describe them "
+                          f"({runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}")
         except (ValueError, IndexError, KeyError, TypeError):
-            found = {"gpus": 0, "via": "gpu_probe.py", "error": f"the probe failed ("
+            found = {"gpus": 0, "via": "gpu_probe.py", "details": {}, "error": f"the probe failed ("
                      f"{runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}"}
             self.warn(f"the GPU probe failed; grading as if this machine had no GPU: {found['error']}")
         self.say(f"GPUs: {found['gpus']} (the grader's probe, {found['via']})"

@@ -3,10 +3,11 @@
 """The record of the machine a grade was made on.
 
 A multi-GPU grade depends on the machine: a case that needs 4 GPUs is ungraded on a
-machine with 2. So every grade carries this record: the GPU count from the grader's own probe
-(gpu_probe.py: the count that decides what is ungraded), the GPUs' names from nvidia-smi and
-from a test program's inventory (descriptive only), the driver, the CUDA runtime, nvcc, NCCL,
-and whether the graded programs ran in a sandbox. Anything that cannot be found reads "unknown".
+machine with 2. So every grade carries this record: the GPUs as the grader's own probe sees
+them (gpu_probe.py: the count that decides what is ungraded, names, compute capability,
+memory, driver and runtime versions), nvidia-smi's list, nvcc, NCCL, and whether the graded
+programs ran in a sandbox. Nothing in it comes from a graded program. Anything that cannot be
+found reads "unknown".
 """
 
 from __future__ import annotations
@@ -78,10 +79,13 @@ def machine_record(inventory: dict | None, probe: dict | None = None, sandbox: s
     """Everything known about this machine; `inventory` is a test program's GPU inventory,
     `probe` the grader's own GPU count (gpu_probe.py)."""
     smi = nvidia_smi_gpus()
-    if probe is not None:
-        count = probe["gpus"]
-    else:
-        count = inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN)
+    if probe is not None:  # the grader's own view: a graded program's inventory is not trusted
+        details = probe.get("details") or {}
+        inventory = {"gpus_visible": probe["gpus"], "gpus": details.get("devices", UNKNOWN),
+                     "driver_api": details.get("driver_api", UNKNOWN), "runtime": details.get("runtime", UNKNOWN),
+                     "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")}
+        probe = {key: value for key, value in probe.items() if key != "details"}
+    count = inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN)
     return {
         "hostname": platform.node() or UNKNOWN,
         "graded_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
