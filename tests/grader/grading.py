@@ -99,30 +99,49 @@ class Grader:
         return self._grade_tree(source, work / "build", files=files, submission=submission)
 
     def _probe_gpus(self) -> dict:
-        """The GPU count from the grader's own probe, run like a test program (sandbox, limits)."""
+        """The GPU count from the grader's own probe, run like a test program (sandbox, limits).
+
+        The probe runs outside the sandbox first (which also lets the driver create device
+        files such as /dev/nvidia-uvm that it makes on first use), then inside: if the sandbox
+        hides GPUs the machine has, grading goes on without the sandbox, and says why."""
+        outside = self._run_probe(None)
+        if not self.sandbox.enabled:
+            found = outside
+        else:
+            found = self._run_probe(self.sandbox)
+            if found["gpus"] < outside["gpus"]:
+                self.sandbox = Sandbox.off(f"inside bubblewrap the GPU probe found {found['gpus']} GPUs, "
+                                           f"outside {outside['gpus']}")
+                self.run.sandbox = self.sandbox
+                self.warn(f"sandbox {self.sandbox.description}: grading without it")
+                found = outside
+        if found.pop("failed", False):
+            self.warn(f"the GPU probe failed; grading as if this machine had no GPU: {found['error']}")
+        elif not found["details"]:
+            self.warn("the GPU probe counted the GPUs but could not describe them")
+        self.say(f"GPUs: {found['gpus']} (the grader's probe, {found['via']})"
+                 + (f": {found['error']}" if found.get("error") else ""))
+        self.say(f"sandbox: {self.sandbox.description}")
+        return found
+
+    def _run_probe(self, sandbox: Sandbox | None) -> dict:
         with tempfile.TemporaryDirectory(prefix="gpu-probe-") as scratch:
             probe = Path(scratch) / PROBE.name  # the sandbox hides the course, where the probe lives
             shutil.copyfile(PROBE, probe)
             outcome = limited_run.run_limited([sys.executable, str(probe)], 120, cwd=scratch,
                                               env=runner.clean_env(), limits=self.run.limits,
-                                              sandbox=self.sandbox, scratch=Path(scratch))
+                                              sandbox=sandbox, scratch=Path(scratch))
         lines = outcome.stdout.strip().splitlines()
         try:
             found = json.loads(lines[0])
             found["gpus"] = int(found["gpus"])
-            try:
-                found["details"] = json.loads(lines[1])
-            except (ValueError, IndexError):
-                found["details"] = {}
-                self.warn(f"the GPU probe counted the GPUs but could not describe them "
-                          f"({runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}")
         except (ValueError, IndexError, KeyError, TypeError):
-            found = {"gpus": 0, "via": "gpu_probe.py", "details": {}, "error": f"the probe failed ("
-                     f"{runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}"}
-            self.warn(f"the GPU probe failed; grading as if this machine had no GPU: {found['error']}")
-        self.say(f"GPUs: {found['gpus']} (the grader's probe, {found['via']})"
-                 + (f": {found['error']}" if found.get("error") else ""))
-        self.say(f"sandbox: {self.sandbox.description}")
+            return {"gpus": 0, "via": "gpu_probe.py", "details": {}, "failed": True, "error": f"the probe failed "
+                    f"({runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}"}
+        try:
+            found["details"] = json.loads(lines[1])
+        except (ValueError, IndexError):
+            found["details"] = {}
         return found
 
     # ------------------------------------------------------------------ one tree

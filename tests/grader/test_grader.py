@@ -35,7 +35,9 @@ sys.path.insert(0, str(HERE))
 import catch2_runner as runner  # noqa: E402
 import course_layout as layout  # noqa: E402
 import meson_build  # noqa: E402
+from grading import Grader, Settings  # noqa: E402
 from limited_run import Outcome  # noqa: E402
+from sandbox import Sandbox  # noqa: E402
 
 CASE_TIMEOUT = "3"  # the hanging lesson costs this many seconds per grading
 TOOLS_MISSING = [tool for tool in ("meson", "ninja", "pkg-config") if not shutil.which(tool)]
@@ -520,6 +522,33 @@ class BatchTests(unittest.TestCase):
         tests = tests_by_number(bob["results"])
         self.assertIn("no file starter.cpp in the submission", tests["03.1"]["output"])
         self.assertEqual(tests["03.1"]["max_score"], 2)
+
+
+class HidingSandbox(Sandbox):
+    """A sandbox in which the GPU probe finds no GPU (as bwrap would without /dev/nvidia-uvm)."""
+
+    def __init__(self):
+        super().__init__("/usr/bin/env", "on (a test sandbox)")
+
+    def command(self, argv, scratch, cwd, readable=()):
+        return ["/usr/bin/env", "COURSE_GRADER_TEST_GPU_COUNT=0", *[str(part) for part in argv]]
+
+
+class ProbeTests(unittest.TestCase):
+    def test_a_sandbox_that_hides_gpus_is_turned_off(self):
+        settings = Settings(course=FIXTURE, build_root=TMP / "probe", lessons=[], quiet=True, sandbox=HidingSandbox())
+        saved = os.environ.get("COURSE_GRADER_TEST_GPU_COUNT")
+        os.environ["COURSE_GRADER_TEST_GPU_COUNT"] = "2"
+        try:
+            grader = Grader(settings)
+        finally:
+            if saved is None:
+                del os.environ["COURSE_GRADER_TEST_GPU_COUNT"]
+            else:
+                os.environ["COURSE_GRADER_TEST_GPU_COUNT"] = saved
+        self.assertEqual(grader.run.gpus, 2)
+        self.assertEqual(grader.sandbox.description, "off (inside bubblewrap the GPU probe found 0 GPUs, outside 2)")
+        self.assertFalse(grader.run.sandbox.enabled)
 
 
 ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks are on)
