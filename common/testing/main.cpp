@@ -3,16 +3,18 @@
 //
 // The Catch2 main of every lesson's test program: prints the GPU inventory once (to stderr,
 // so a reporter writing XML to stdout stays valid), makes device 0 current again after every
-// test case, and maps the exit code for Meson.
+// test case, and maps the exit code for Meson. When the grader runs it, each case's result also
+// goes to the grader through the result channel (result_channel.h), opened before anything else.
+#include <cuda_runtime.h>
+
 #include <catch2/catch_session.hpp>
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
-#include <cuda_runtime.h>
-
 #include <cstdlib>
 #include <iostream>
 
 #include "gpu_test.h"
+#include "result_channel.h"
 
 namespace {
 
@@ -32,6 +34,7 @@ class BackToDeviceZero : public Catch::EventListenerBase {
 CATCH_REGISTER_LISTENER(BackToDeviceZero)
 
 int main(int argc, char** argv) {
+  if (!course::testing::open_result_channel()) return 1;
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   if (std::getenv("COURSE_CHILD_OUTPUT") == nullptr) std::cerr << course::testing::gpu_inventory() << std::flush;

@@ -9,12 +9,18 @@ talk to such a program and nothing about grading:
   task, GPU count and points taken from their tags, and the GPU inventory the program
   prints on stderr.
 - `run_cases(program, cases, timeout)` runs them all in one process, then alone each case
-  without a complete result there (and, for the grader, each case that did not pass).
-- `run_case(program, case, timeout)` runs ONE case (`<escaped name> --reporter xml --out
-  FILE`) and classifies it from the report FILE and the exit status as passed, failed,
-  skipped, crashed or timed_out, with a message a student can read. What the program
-  prints on stdout is never trusted for the result; stderr is read only for the
-  watchdog's line and for the last lines before a crash.
+  without a trustworthy result there (and, for the grader, each case that did not pass).
+- `run_case(program, case, timeout)` runs ONE case (`<escaped name>`) and classifies it as
+  passed, failed, skipped, crashed or timed_out, with a message a student can read.
+
+Results come only through the result channel (common/testing/result_channel.h): a pipe made
+here for each run, into which the course's Catch2 listener writes one record per case as the
+case ends. `read_records` accepts exactly what the listener writes (the run's token, records
+numbered 1, 2, 3, ..., one per case that was asked for) and raises ChannelError on anything
+else. The record must agree with how the program ended (exit status, signal, time-out).
+What the program prints is never trusted for a result; stderr is read only for the
+watchdog's line and for the last lines before a crash. Each run goes through
+limited_run.run_limited: limits, optional sandbox (RunSettings), leftovers killed.
 
 A case that runs alone pays for its own crash, hang or corrupted CUDA context, and nothing else.
 """
@@ -22,6 +28,7 @@ A case that runs alone pays for its own crash, hang or corrupted CUDA context, a
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -29,7 +36,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from limited_run import Outcome, run_limited
+from limited_run import CHANNEL_CAP, Limits, Outcome, run_limited
 
 PASSED, FAILED, SKIPPED, CRASHED, TIMED_OUT = "passed", "failed", "skipped", "crashed", "timed_out"
 STATUSES = (PASSED, FAILED, SKIPPED, CRASHED, TIMED_OUT)
@@ -81,6 +88,7 @@ class CaseResult:
     seconds: float = 0.0
     stdout: str = ""
     stderr: str = ""
+    findings: list[str] = dataclasses.field(default_factory=list)  # what a person should look at
 
     @property
     def summary(self) -> str:
@@ -132,22 +140,56 @@ def case_from_tags(name: str, tags: list[str]) -> TestCase:
     return case
 
 
-# ----------------------------------------------------------------------------- listing
+# ----------------------------------------------------------------------------- how to run
+
+@dataclasses.dataclass
+class RunSettings:
+    """How graded programs run: in a sandbox or not, with which limits, and the grader's own
+    GPU count (None: trust the program's skips, as the course's own test suite does)."""
+
+    sandbox: object | None = None  # a sandbox.Sandbox
+    limits: Limits | None = None
+    gpus: int | None = None
+
+
+DEFAULT_RUN = RunSettings()
+
+
+class ChannelError(RuntimeError):
+    """The result channel held something the listener never writes: extra, repeated or
+    malformed records, or too much. The lesson's results cannot be trusted at all."""
+
 
 def clean_env(env: dict | None = None) -> dict:
-    """The environment for a test program: ours, minus the variable that marks a child case
-    (it would silence the GPU inventory)."""
+    """The environment for a test program: ours, minus the variables that mark a child case
+    (it would silence the GPU inventory) or name a result channel."""
     result = dict(os.environ if env is None else env)
-    result.pop("COURSE_CHILD_OUTPUT", None)
+    for name in ("COURSE_CHILD_OUTPUT", "COURSE_RESULT_FD", "COURSE_RESULT_TOKEN"):
+        result.pop(name, None)
     return result
 
 
-def list_cases(program: str | Path, timeout: float = 120, cwd=None, env=None) -> Listing:
+def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
+    if run.limits is None:
+        return None
+    return dataclasses.replace(run.limits, cpu_seconds=int(10 * seconds) + 60)
+
+
+def _run(program, args: list[str], timeout: float, scratch: Path, env, run: RunSettings, channel: bool) -> Outcome:
+    program = Path(program).resolve()  # it runs in `scratch`, not here
+    return run_limited([str(program), *args], timeout, cwd=scratch, env=clean_env(env),
+                       limits=_limits_for(run, timeout), sandbox=run.sandbox, scratch=scratch, channel=channel,
+                       readable=[Path(program).resolve().parent])
+
+
+# ----------------------------------------------------------------------------- listing
+
+def list_cases(program: str | Path, timeout: float = 120, cwd=None, env=None, run: RunSettings = DEFAULT_RUN) -> Listing:
     """The program's visible test cases (hidden ones, tagged [.], are left out)."""
     with tempfile.TemporaryDirectory(prefix="catch2-list-") as scratch:
         report = Path(scratch) / "list.xml"
-        outcome = run_limited([str(program), "--list-tests", "--reporter", "xml", "--out", str(report)],
-                              timeout, cwd=cwd, env=clean_env(env))
+        outcome = _run(program, ["--list-tests", "--reporter", "xml", "--out", str(report)], timeout,
+                       Path(scratch), env, run, channel=False)
         root = parse_report_text(report.read_text(errors="replace")) if report.exists() else None
     if outcome.timed_out:
         raise ProgramError(f"listing the test cases did not finish within {timeout:g} s")
@@ -161,6 +203,51 @@ def list_cases(program: str | Path, timeout: float = 120, cwd=None, env=None) ->
         if not case.hidden:
             cases.append(case)
     return Listing(cases=cases, inventory=parse_inventory(outcome.stderr), stderr=outcome.stderr)
+
+
+# ----------------------------------------------------------------------------- the result channel
+
+def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
+    """{case name: record} from the run's result channel; ChannelError if anything in it is not
+    what the course's listener writes: one well-formed record per case, carrying the run's
+    token, numbered 1, 2, 3, ... and naming a case that this run was asked to run."""
+    if outcome.channel_exceeded:
+        raise ChannelError(f"more than {CHANNEL_CAP // 1024} KB came through the result channel")
+    data = outcome.channel or b""
+    lines = data.split(b"\n")
+    if lines[-1]:
+        killed = outcome.timed_out or outcome.output_exceeded or (outcome.exit_code or 0) < 0
+        if not killed:
+            raise ChannelError("the result channel ends in the middle of a record")
+    records: dict[str, dict] = {}
+    for number, line in enumerate(lines[:-1], start=1):
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ChannelError(f"result record {number} is not one the course's listener writes") from None
+        if not isinstance(record, dict) or set(record) != {"token", "seq", "case", "status", "message"} \
+                or record["status"] not in (PASSED, FAILED, SKIPPED) or not isinstance(record["message"], str):
+            raise ChannelError(f"result record {number} is not one the course's listener writes")
+        if record["token"] != outcome.token:
+            raise ChannelError(f"result record {number} does not carry this run's token")
+        if record["seq"] != number:
+            raise ChannelError(f"result record {number} is numbered {record['seq']!r}")
+        name = record["case"]
+        if name not in expected:
+            raise ChannelError(f"a result for a case that was not run: {str(name)[:200]!r}")
+        if name in records:
+            raise ChannelError(f"two results for the case '{name}'")
+        records[name] = record
+    return records
+
+
+def expected_exit_code(records: list[dict]) -> int:
+    """The exit status the course's main gives for these results (Meson's convention)."""
+    if any(record["status"] == FAILED for record in records):
+        return 1
+    if records and all(record["status"] == SKIPPED for record in records):
+        return 77
+    return 0
 
 
 # ----------------------------------------------------------------------------- running
@@ -179,88 +266,132 @@ def escape_test_name(name: str) -> str:
     return escaped
 
 
-def run_case(program: str | Path, case: TestCase, timeout: float, cwd=None, env=None) -> CaseResult:
-    """Runs one case in a fresh process and classifies the outcome."""
+def run_case(program: str | Path, case: TestCase, timeout: float, cwd=None, env=None,
+             run: RunSettings = DEFAULT_RUN) -> CaseResult:
+    """Runs one case in a fresh process and classifies the outcome (ChannelError when the
+    result channel was tampered with)."""
     with tempfile.TemporaryDirectory(prefix="catch2-case-") as scratch:
-        report = Path(scratch) / "report.xml"
-        argv = [str(program), escape_test_name(case.name), "--reporter", "xml", "--out", str(report)]
-        outcome = run_limited(argv, timeout, cwd=cwd, env=clean_env(env))
-        text = report.read_text(errors="replace") if report.exists() else ""
-    status, message = classify(case, outcome, parse_report_text(text), timeout)
-    return CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
-                      seconds=outcome.seconds, stdout=outcome.stdout, stderr=outcome.stderr)
+        outcome = _run(program, [escape_test_name(case.name), "--reporter", "console"], timeout, Path(scratch),
+                       env, run, channel=True)
+    records = read_records(outcome, [case.name])
+    status, message = classify(case, outcome, records.get(case.name), timeout)
+    result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
+                        seconds=outcome.seconds, stdout=outcome.stdout, stderr=outcome.stderr)
+    result.findings = findings_of(outcome)
+    return judge_skip(result, run.gpus)
 
 
 def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_alone=None, cwd=None,
-              env=None) -> list[CaseResult]:
+              env=None, run: RunSettings = DEFAULT_RUN) -> list[CaseResult]:
     """Runs every case in ONE process first (fast: CUDA and NCCL start once), then runs alone,
-    with run_case, each case that has no complete result in that run's report (the program
-    crashed or hung there) and each case for which `retry_alone(result)` is true.
+    with run_case, each case that has no result from that run, and each case for which
+    `retry_alone(result)` is true.
 
-    The grader retries every case that did not pass, so that a case failing only because an
-    earlier one left the CUDA context broken still gets its points: a pass in the shared run
-    is trusted, anything else is judged alone. `timeout` is per case; the shared run gets
-    twice that plus a minute per ten cases.
+    A result of the shared run counts only when the whole run agrees with itself: it ended on
+    its own, left no process behind, and its exit status is the one its results imply;
+    otherwise every case runs again alone. The grader retries every case that did not pass, so
+    that a case failing only because an earlier one left the CUDA context broken still gets
+    its points. `timeout` is per case; the shared run gets twice that plus a minute (or ten
+    times `timeout`, if less) per ten cases.
+    Raises ChannelError when the result channel holds anything the listener does not write.
     """
     if not cases:
         return []
-    shared_timeout = 2 * timeout + 60 * (1 + len(cases) // 10)
+    shared_timeout = 2 * timeout + min(60, 10 * timeout) * (1 + len(cases) // 10)
     with tempfile.TemporaryDirectory(prefix="catch2-all-") as scratch:
-        report = Path(scratch) / "report.xml"
-        argv = [str(program), "--reporter", "xml", "--out", str(report)]
-        outcome = run_limited(argv, shared_timeout, cwd=cwd, env=clean_env(env))
-        root = parse_report_text(report.read_text(errors="replace") if report.exists() else "")
-    elements = {element.get("name"): element for element in (root.iter("TestCase") if root is not None else [])}
+        outcome = _run(program, ["--reporter", "console"], shared_timeout, Path(scratch), env, run, channel=True)
+    records = read_records(outcome, [case.name for case in cases])
+    complete = len(records) == len(cases)
+    trusted = (complete and not outcome.timed_out and not outcome.output_exceeded and not outcome.left_behind
+               and outcome.exit_code == expected_exit_code(list(records.values())))
     results = []
     for case in cases:
-        element = elements.get(case.name)
-        overall = element.find("OverallResult") if element is not None else None
-        if overall is None:
-            results.append(run_case(program, case, timeout, cwd=cwd, env=env))
+        record = records.get(case.name)
+        if record is None or not trusted:
+            results.append(run_case(program, case, timeout, env=env, run=run))
             continue
-        if overall.get("success") != "true":
-            status, message = FAILED, first_failure(element) or "failed (the report names no failed check)"
-        elif int(overall.get("skips", "0") or 0) > 0:
-            status, message = SKIPPED, _first_text(element, "Skip") or "skipped"
-        else:
-            status, message = PASSED, ""
-        result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
-                            seconds=float(overall.get("durationInSeconds", "0") or 0), stderr=outcome.stderr)
+        status, message = _record_status(record)
+        result = judge_skip(CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
+                                       stderr=outcome.stderr), run.gpus)
         if retry_alone is not None and retry_alone(result):
-            result = run_case(program, case, timeout, cwd=cwd, env=env)
+            result = run_case(program, case, timeout, env=env, run=run)
         results.append(result)
     return results
 
 
-def classify(case: TestCase, outcome: Outcome, root: ET.Element | None, timeout: float) -> tuple[str, str]:
-    """(status, message) from the report's root element (None if none) and the exit status."""
+def _record_status(record: dict) -> tuple[str, str]:
+    status, message = record["status"], record["message"]
+    if status == FAILED and not message:
+        message = "failed (the report names no failed check)"
+    if status == SKIPPED and not message:
+        message = "skipped"
+    return status, message
+
+
+def judge_skip(result: CaseResult, gpus: int | None) -> CaseResult:
+    """The grader's rule for skips, with its own GPU count `gpus`: a case is ungraded exactly when
+    its [gpus:G] tag asks for more GPUs than that; any other skip is a failure. With gpus None
+    (the course's own test suite), the program's skips stand."""
+    if gpus is None:
+        return result
+    case = result.case
+    if case.gpus > gpus:
+        plural = "" if case.gpus == 1 else "s"
+        result.status = SKIPPED
+        result.message = f"needs {case.gpus} GPU{plural}, found {gpus}"
+    elif result.status == SKIPPED:
+        result.status = FAILED
+        result.message = (f"the case skipped itself ({result.summary or 'no reason given'}), but this machine has "
+                          f"{gpus} GPU{'' if gpus == 1 else 's'} and the case needs {case.gpus}: only a missing "
+                          "GPU makes a case ungraded")
+    return result
+
+
+def findings_of(outcome: Outcome) -> list[str]:
+    """What a person should look at in one run."""
+    found = []
+    if outcome.output_exceeded:
+        found.append(f"printed more than the {outcome.output_cap // (1024 * 1024)} MB allowed")
+    if outcome.timed_out:
+        found.append("timed out")
+    if outcome.left_behind:
+        found.append(f"left {outcome.left_behind} process(es) running")
+    return found
+
+
+def classify(case: TestCase, outcome: Outcome, record: dict | None, timeout: float) -> tuple[str, str]:
+    """(status, message) from the case's record (None if none came) and how the program ended."""
     watchdog = watchdog_line(outcome.stderr)
+    if outcome.output_exceeded:
+        return CRASHED, (f"the program printed more than the {outcome.output_cap // (1024 * 1024)} MB allowed "
+                         "(stdout and stderr) and was stopped" + _tail_text(outcome.stderr))
     if outcome.timed_out:
         return TIMED_OUT, watchdog or f"no result after {timeout:g} s"
     code = outcome.exit_code
     if code == WATCHDOG_EXIT_CODE:
         return TIMED_OUT, watchdog or f"the test's watchdog ended the program (exit code {code})"
-    element = find_case_element(root, case.name)
     if code is not None and code < 0:
-        fatal = _first_text(element, "FatalErrorCondition") if element is not None else ""
+        fatal = record["message"] if record is not None and record["status"] == FAILED else ""
         signal_name = describe_exit(code).split()[0]
         extra = f" ({fatal})" if fatal and not fatal.startswith(signal_name) else ""
         return CRASHED, f"{describe_exit(code)}{extra}" + _tail_text(outcome.stderr)
-    overall = element.find("OverallResult") if element is not None else None
-    if overall is None:
+    if record is None:
         if code == 2:
             return CRASHED, f"the program ran no test case named '{case.name}' (exit code 2)"
         return CRASHED, f"the program ended ({describe_exit(code)}) before the case finished" + \
             _tail_text(outcome.stderr)
-    if overall.get("success") != "true":
-        return FAILED, first_failure(element) or "failed (the report names no failed check)"
-    if int(overall.get("skips", "0") or 0) > 0:
-        if code in SKIP_EXIT_CODES:
-            return SKIPPED, _first_text(element, "Skip") or "skipped"
-    elif code == 0:
+    status, message = _record_status(record)
+    if outcome.left_behind:
+        return FAILED, (f"the case left {outcome.left_behind} process(es) running after it ended (killed); "
+                        "a case must end everything it starts")
+    if status == FAILED:
+        return FAILED, message
+    if status == SKIPPED and code in SKIP_EXIT_CODES:
+        return SKIPPED, message
+    if status == PASSED and code == 0:
         return PASSED, ""
-    return CRASHED, f"the case finished but the program then exited with {describe_exit(code)}" + \
-        _tail_text(outcome.stderr)
+    return CRASHED, f"the case {'finished' if status == PASSED else 'skipped'} but the program then exited with " \
+        f"{describe_exit(code)}" + _tail_text(outcome.stderr)
 
 
 # ----------------------------------------------------------------------------- report file
@@ -281,57 +412,12 @@ def parse_report_text(text: str) -> ET.Element | None:
     return root
 
 
-def find_case_element(root: ET.Element | None, name: str) -> ET.Element | None:
-    """The report's TestCase element for `name` (the only one, if the names differ)."""
-    if root is None:
-        return None
-    elements = list(root.iter("TestCase"))
-    for element in elements:
-        if element.get("name") == name:
-            return element
-    return elements[0] if len(elements) == 1 else None
 
 
-def first_failure(case_element: ET.Element) -> str:
-    """The first failed check, exception or FAIL() of a case, with the INFO messages in scope."""
-    infos: list[str] = []
-    for element in _children_in_order(case_element):
-        tag = element.tag
-        if tag == "Info":
-            infos.append(_text(element))
-            continue
-        text = ""
-        if tag == "Expression" and element.get("success") == "false":
-            text = format_expression(element)
-        elif tag in ("Exception", "Failure", "FatalErrorCondition"):
-            text = _text(element)
-        if text:
-            return "\n".join([text] + [f"with message: {info}" for info in infos if info])
-        if tag != "Section":
-            infos = []  # INFO messages are written just before the check they belong to
-    return ""
 
 
-def format_expression(element: ET.Element) -> str:
-    """'REQUIRE( a == b ) with expansion: 1 == 2', or the exception the check ran into."""
-    kind = element.get("type", "CHECK")
-    original = _text(element.find("Original"))
-    expanded = _text(element.find("Expanded"))
-    check = f"{kind}( {original} )"
-    exception = element.find("Exception")
-    if exception is not None:
-        return f"{_text(exception)} (thrown inside {check})"
-    if expanded and expanded != original:
-        return f"{check} with expansion: {expanded}"
-    return check
 
 
-def _children_in_order(element: ET.Element):
-    """The case's elements in document order, entering sections but not checks."""
-    for child in element:
-        yield child
-        if child.tag == "Section":
-            yield from _children_in_order(child)
 
 
 def _text(element: ET.Element | None) -> str:
@@ -342,9 +428,6 @@ def _text(element: ET.Element | None) -> str:
     return "\n".join(lines)
 
 
-def _first_text(element: ET.Element, tag: str) -> str:
-    found = next(element.iter(tag), None)
-    return _text(found)
 
 
 # ----------------------------------------------------------------------------- stderr

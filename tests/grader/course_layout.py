@@ -6,7 +6,8 @@ A lesson lives in `lessons/NN-slug/`. Its contract header `<stem>.h` sits beside
 file the student edits, `<stem>.cpp` or `<stem>.cu`. A submission contributes exactly those
 student files: staging copies the pristine course (without `.git`, `build*` and
 `solutions/`) and then overlays the student files only, so a submission cannot change a
-test, a header or common/.
+test, a header or common/. The copy lies outside the course (grade.py refuses a build folder
+inside it), so no relative #include can reach the course's solutions/ from there.
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def stage_course(course: Path, destination: Path, keep_out: list[Path] = ()) -> 
     Files keep their modification times so that an unchanged common/ is not rebuilt.
     """
     course = course.resolve()
+    if destination.resolve().is_relative_to(course):
+        raise LayoutError(f"{destination} is inside the course {course}: the course must be staged outside itself")
     excluded = {Path(p).resolve() for p in keep_out} | {destination.resolve()}
 
     def ignore(folder: str, names: list[str]) -> set[str]:
@@ -166,8 +169,15 @@ def stage_course(course: Path, destination: Path, keep_out: list[Path] = ()) -> 
 def place_student_file(source: Path, course_copy: Path, lesson: Lesson) -> None:
     """Puts one student file into a staged course, with a fresh modification time so the
     build always recompiles it (whatever was compiled there before)."""
+    place_student_bytes(source.read_bytes(), course_copy, lesson)
+
+
+def place_student_bytes(data: bytes, course_copy: Path, lesson: Lesson) -> None:
+    """Like place_student_file, with the file's contents read beforehand."""
     target = course_copy / lesson.student_path
-    shutil.copyfile(source, target)
+    if target.is_symlink():
+        target.unlink()
+    target.write_bytes(data)
     touch(target)
 
 

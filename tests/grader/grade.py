@@ -16,10 +16,13 @@ missing GPUs. See tests/grader/README.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -34,6 +37,7 @@ import report_gradescope  # noqa: E402
 import report_junit  # noqa: E402
 import report_text  # noqa: E402
 from grading import Grader, Settings  # noqa: E402
+from sandbox import Sandbox  # noqa: E402
 from scoring import Grade  # noqa: E402
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS = 0, 1, 2, 3
@@ -59,7 +63,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                       help="a student's submission: only its student files are used, found as "
                            "lessons/NN-name/<file>, NN-name/<file> or <file> anywhere in DIR")
     what.add_argument("--batch", type=Path, metavar="DIR", help="grade every subfolder of DIR as one student")
-    parser.add_argument("--build-dir", type=Path, help="where to build (default: <course>/build/grading)")
+    parser.add_argument("--build-dir", type=Path,
+                        help="where to build, outside the course (default: a folder of the user's cache, "
+                             "~/.cache/multi-gpu-course-grader/<course>-<hash>)")
     parser.add_argument("--out", type=Path, help="where to write the reports (default: <build-dir>/grade)")
     parser.add_argument("--csv", type=Path, help="with --batch: the CSV to write (default: <out>/grades.csv)")
     parser.add_argument("--lessons", metavar="LIST", help="only these lessons, e.g. 01,03 (default: all)")
@@ -71,7 +77,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--require-gpus", action="store_true",
                         help="instructors: a case skipped for missing GPUs is an error (exit status 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    sandbox = parser.add_argument_group("sandbox and integrity checks (tests/grader/README.md)")
+    sandbox.add_argument("--bwrap", metavar="PATH", help="the bubblewrap program (default: bwrap on PATH)")
+    sandbox.add_argument("--no-sandbox", action="store_true",
+                         help="run the test programs without bubblewrap (limits still apply; reports say so)")
+    sandbox.add_argument("--allow-header", action="append", default=[], metavar="GLOB",
+                         help="accept included headers whose resolved path matches GLOB (may be repeated)")
+    sandbox.add_argument("--allow-symbol", action="append", default=[], metavar="NAME",
+                         help="accept this symbol (mangled or demangled) in student objects (may be repeated)")
+    sandbox.add_argument("--no-object-checks", action="store_true",
+                         help="do not check the headers and symbols of student objects: only to try the grader's "
+                              "other defences on hostile code (every report then says so)")
     return parser.parse_args(argv)
+
+
+def default_build_dir(course: Path) -> Path:
+    """A folder of the user's cache, one per course checkout, so a re-run rebuilds only what changed."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha1(str(course).encode()).hexdigest()[:10]
+    folder = (cache / "multi-gpu-course-grader" / f"{safe_name(course.name)}-{digest}").resolve()
+    if folder.is_relative_to(course):  # the course holds the user's cache (a course in $HOME itself)
+        folder = Path(tempfile.gettempdir()).resolve() / f"multi-gpu-course-grader-{os.getuid()}-{digest}"
+    return folder
 
 
 def make_settings(args: argparse.Namespace) -> Settings:
@@ -92,18 +119,23 @@ def make_settings(args: argparse.Namespace) -> Settings:
         lessons = layout.select_lessons(found, args.lessons)
     except layout.LayoutError as error:
         raise UsageError(str(error)) from error
-    build_root = (args.build_dir or course / "build" / "grading").resolve()
+    build_root = (args.build_dir or default_build_dir(course)).resolve()
+    if build_root.is_relative_to(course):
+        raise UsageError(f"--build-dir {build_root} lies inside the course {course}: the grader builds outside "
+                         "the course, so that no #include can reach its solutions/")
     out = (args.out or build_root / "grade").resolve()
     submissions = [p.resolve() for p in (args.submission, args.batch) if p is not None]
+    sandbox = Sandbox.off("--no-sandbox") if args.no_sandbox else Sandbox.detect(args.bwrap)
     return Settings(course=course, build_root=build_root, lessons=lessons, timeout=args.timeout,
                     build_timeout=args.build_timeout, jobs=args.jobs, quiet=args.quiet, out=out,
-                    keep_out=submissions)
+                    keep_out=submissions, sandbox=sandbox, allow_headers=args.allow_header,
+                    allow_symbols=args.allow_symbol, object_checks=not args.no_object_checks)
 
 
 # ----------------------------------------------------------------------------- outputs
 
 class MachineRecord:
-    """The machine record, made once the first test program has printed its GPU inventory."""
+    """The machine record, from the grader's GPU probe (never from a graded program)."""
 
     def __init__(self, grader: Grader):
         self._grader = grader
@@ -112,10 +144,8 @@ class MachineRecord:
     def get(self) -> dict:
         if self._record is not None:
             return self._record
-        record = machine.machine_record(self._grader.inventory)
-        if self._grader.inventory is not None:
-            self._record = record
-        return record
+        self._record = machine.machine_record(None, self._grader.gpu_probe, self._grader.sandbox.description)
+        return self._record
 
 
 def write_outputs(grade: Grade, out: Path, seconds: float) -> None:
@@ -174,7 +204,9 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
         student, start = folder.name, time.monotonic()
         grader.say(f"===== {student}")
         try:
-            lessons = grader.grade_submission(folder, settings.build_root / "batch" / safe_name(student))
+            # One build folder for the whole class: each student's course is staged afresh, and
+            # only the student files (newer than every object) are compiled again.
+            lessons = grader.grade_submission(folder, settings.build_root / "batch")
         except meson_build.SetupError:
             raise  # the course or the machine is broken: no point going on
         except Exception:  # the grader failed on this one student: record it, grade the rest

@@ -2,24 +2,37 @@
 # Copyright (c) 2026 The multi-GPU course authors
 """Grade one source tree: configure it, then build, list and run each lesson on its own.
 
-`Grader.grade_working_tree()` grades the course folder as it is (a student's own checkout).
-`Grader.grade_submission()` stages the pristine course, overlays the submission's student
-files, and grades that copy. A lesson that cannot be built (or was not submitted) still
-shows its cases, worth 0, when the grader can learn them from the course's own starter
-(`Baseline`); its possible points then match every other student's on this machine.
+`Grader.grade_submission()` stages the course outside itself (no solutions/, no .git, no
+build folders), overlays the submission's student files, and grades that copy.
+`Grader.grade_working_tree()` does the same with the student files of the course folder
+itself (a student's own checkout). For each lesson: build it, check what went into the
+student's object (integrity.py: headers and symbols; a refused object scores 0 and never
+runs), then run its cases in the sandbox with limits, the results coming through the result
+channel and skips judged against the grader's own GPU count (gpu_probe.py). A lesson that
+cannot be built (or was not submitted) still shows its cases, worth 0, when the grader can
+learn them from the course's own starter (`Baseline`); its possible points then match every
+other student's on this machine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import catch2_runner as runner
 import course_layout as layout
+import integrity
+import limited_run
 import meson_build
 from course_layout import Lesson
-from scoring import BUILD_FAILED, MISSING, Grade, LessonGrade, label
+from sandbox import Sandbox
+from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
+
+PROBE = Path(__file__).resolve().parent / "gpu_probe.py"
 
 
 @dataclasses.dataclass
@@ -36,95 +49,175 @@ class Settings:
     quiet: bool = False
     out: Path | None = None  # --out
     keep_out: list[Path] = dataclasses.field(default_factory=list)  # submissions: never copied when staging
+    sandbox: Sandbox | None = None  # None: grading without one ("sandbox: off")
+    allow_headers: list[str] = dataclasses.field(default_factory=list)  # --allow-header
+    allow_symbols: list[str] = dataclasses.field(default_factory=list)  # --allow-symbol
+    object_checks: bool = True  # False: --no-object-checks (trying the other defences)
 
     def staging_exclusions(self) -> list[Path]:
         """Folders that may sit inside the course but are not part of it."""
-        return [self.build_root] + ([self.out] if self.out else []) + list(self.keep_out)
+        return [self.build_root] + ([self.out] if self.out else []) + \
+            [p for p in self.keep_out if p.resolve() != self.course.resolve()]
 
 
 class Grader:
-    """Grades trees for one run; remembers the first GPU inventory it sees."""
+    """Grades trees for one run. `inventory` is the first GPU inventory a test program printed:
+    kept for the logs only, never trusted (the machine record comes from the GPU probe)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.inventory: dict | None = None
         self.warnings: list[str] = []
         self._baseline = Baseline(self)
+        self.subreaper = limited_run.become_subreaper()
+        self.sandbox = settings.sandbox or Sandbox.off("not requested")
+        self.sandbox.hide = [settings.course]
+        self.sandbox.readable = [settings.build_root]
+        self.run = runner.RunSettings(sandbox=self.sandbox,
+                                      limits=limited_run.Limits(processes=limited_run.user_process_limit()))
+        self.gpu_probe = self._probe_gpus()
+        self.run.gpus = self.gpu_probe["gpus"]
+        if not settings.object_checks:
+            self.warn("the headers and symbols of student objects were NOT checked (--no-object-checks): "
+                      "these grades prove nothing")
 
     # ------------------------------------------------------------------ entry points
 
     def grade_working_tree(self) -> list[LessonGrade]:
-        """Grades the course folder itself, built in --build-dir."""
-        return self._grade_tree(self.settings.course, self.settings.build_root, files=None)
+        """Grades the student files of the course folder itself, staged like a submission."""
+        return self.grade_submission(self.settings.course, self.settings.build_root / "working-tree")
 
     def grade_submission(self, submission: Path, work: Path) -> list[LessonGrade]:
-        """Stages the course with the submission's student files in `work`, and grades it."""
+        """Stages the course with the submission's student files in `work`, and grades it.
+        The student files are read before staging, so `solutions` itself can be graded."""
+        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
+        contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
         source = work / "course"
         layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
-        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
-        for lesson, found in files.items():
-            if found is not None:
-                layout.place_student_file(found, source, lesson)
+        for lesson, data in contents.items():
+            layout.place_student_bytes(data, source, lesson)
         return self._grade_tree(source, work / "build", files=files, submission=submission)
+
+    def _probe_gpus(self) -> dict:
+        """The GPU count from the grader's own probe, run like a test program (sandbox, limits).
+
+        The probe runs outside the sandbox first (which also lets the driver create device
+        files such as /dev/nvidia-uvm that it makes on first use), then inside: if the sandbox
+        hides GPUs the machine has, grading goes on without the sandbox, and says why."""
+        outside = self._run_probe(None)
+        if not self.sandbox.enabled:
+            found = outside
+        else:
+            found = self._run_probe(self.sandbox)
+            if found["gpus"] < outside["gpus"]:
+                self.sandbox = Sandbox.off(f"inside bubblewrap the GPU probe found {found['gpus']} GPUs, "
+                                           f"outside {outside['gpus']}")
+                self.run.sandbox = self.sandbox
+                self.warn(f"sandbox {self.sandbox.description}: grading without it")
+                found = outside
+        if found.pop("failed", False):
+            self.warn(f"the GPU probe failed; grading as if this machine had no GPU: {found['error']}")
+        elif not found["details"]:
+            self.warn("the GPU probe counted the GPUs but could not describe them")
+        self.say(f"GPUs: {found['gpus']} (the grader's probe, {found['via']})"
+                 + (f": {found['error']}" if found.get("error") else ""))
+        self.say(f"sandbox: {self.sandbox.description}")
+        return found
+
+    def _run_probe(self, sandbox: Sandbox | None) -> dict:
+        with tempfile.TemporaryDirectory(prefix="gpu-probe-") as scratch:
+            probe = Path(scratch) / PROBE.name  # the sandbox hides the course, where the probe lives
+            shutil.copyfile(PROBE, probe)
+            outcome = limited_run.run_limited([sys.executable, str(probe)], 120, cwd=scratch,
+                                              env=runner.clean_env(), limits=self.run.limits,
+                                              sandbox=sandbox, scratch=Path(scratch))
+        lines = outcome.stdout.strip().splitlines()
+        try:
+            found = json.loads(lines[0])
+            found["gpus"] = int(found["gpus"])
+        except (ValueError, IndexError, KeyError, TypeError):
+            return {"gpus": 0, "via": "gpu_probe.py", "details": {}, "failed": True, "error": f"the probe failed "
+                    f"({runner.describe_exit(outcome.exit_code)}): {outcome.stderr.strip()[-300:]}"}
+        try:
+            found["details"] = json.loads(lines[1])
+        except (ValueError, IndexError):
+            found["details"] = {}
+        return found
 
     # ------------------------------------------------------------------ one tree
 
-    def _grade_tree(self, source: Path, build: Path, files: dict | None, submission: Path | None = None):
+    def _grade_tree(self, source: Path, build: Path, files: dict, submission: Path | None = None):
         self.say(f"configuring {build}")
         meson_build.setup(build, source, self.settings.setup_timeout)
         programs = meson_build.target_programs(build)
+        checker = integrity.Checker(build, source, self.settings.allow_headers, self.settings.allow_symbols,
+                                    course=self.settings.course)
         grades = []
         for lesson in self.settings.lessons:
-            if files is not None and files[lesson] is None:
-                grade = self._unusable(lesson, MISSING, missing_message(submission, lesson), staged=True)
+            if files[lesson] is None:
+                grade = self._unusable(lesson, MISSING, missing_message(submission, lesson))
             else:
-                grade = self._grade_lesson(lesson, source, build, programs, staged=files is not None)
+                grade = self._grade_lesson(lesson, source, build, programs, checker)
             grades.append(grade)
             self.say(f"[{lesson.slug}] {grade.earned}/{grade.possible if grade.cases_known else '?'} points"
                      + (f" ({grade.first_problem()})" if grade.first_problem() else ""))
         return grades
 
-    def _grade_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict, staged: bool):
+    def _grade_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict,
+                      checker: integrity.Checker):
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
         built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
                                            self.settings.jobs)
         if not built.ok:
-            return self._unusable(lesson, BUILD_FAILED, built.message, staged, log=built.log)
+            return self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
         program = meson_build.program_path(build, lesson.target, programs)
+        target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
+            build.resolve()) else lesson.target
+        problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) \
+            if self.settings.object_checks else []
+        if problems:
+            more = f" (and {len(problems) - 1} more: see the findings)" if len(problems) > 1 else ""
+            log = built.log + "\n===== refused by the integrity check:\n" + "\n".join(problems) + "\n"
+            grade = self._unusable(lesson, REJECTED, f"{lesson.student_filename} {problems[0]}{more}", log=log)
+            grade.findings += [f"refused: {problem}" for problem in problems]
+            return grade
         try:
-            listing = runner.list_cases(program, timeout=self.settings.timeout, cwd=build)
+            listing = runner.list_cases(program, timeout=self.settings.timeout, run=self.run)
         except (runner.ProgramError, OSError) as error:
             message = f"the test program {lesson.target} could not list its cases: {error}"
-            return self._unusable(lesson, BUILD_FAILED, message, staged, log=built.log)
+            return self._unusable(lesson, BUILD_FAILED, message, log=built.log)
         self._remember(listing)
         grade = LessonGrade(lesson, log=built.log)
         # One shared run, then every case that did not pass alone: a crash, a hang or a broken
         # CUDA context costs only the case that caused it.
-        results = runner.run_cases(program, listing.cases, self.settings.timeout, cwd=build,
-                                   retry_alone=lambda r: r.status not in (runner.PASSED, runner.SKIPPED))
+        try:
+            results = runner.run_cases(program, listing.cases, self.settings.timeout, run=self.run,
+                                       retry_alone=lambda r: r.status not in (runner.PASSED, runner.SKIPPED))
+        except runner.ChannelError as error:
+            message = f"the results of {lesson.target} cannot be trusted: {error}"
+            grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=built.log)
+            grade.results = [self._stand_in(case, INVALID, message) for case in listing.cases]
+            grade.findings.append(f"result channel: {error}")
+            return grade
         for case, result in zip(listing.cases, results):
             self.say(f"[{lesson.slug}]   {label(result.status):9} {case.name}")
             grade.results.append(result)
             grade.log += case_log(result)
+            grade.findings += [f"{finding} ({case.name})" for finding in result.findings]
         return grade
 
-    def _unusable(self, lesson: Lesson, status: str, message: str, staged: bool, log: str = "") -> LessonGrade:
+    def _unusable(self, lesson: Lesson, status: str, message: str, log: str = "") -> LessonGrade:
         """A lesson whose program cannot run: its known cases are worth 0, with `message`."""
         grade = LessonGrade(lesson, problem=message, problem_status=status, log=log)
-        cases = self._baseline.cases(lesson) if staged else None
-        for case in cases or []:
+        for case in self._baseline.cases(lesson) or []:
             grade.results.append(self._stand_in(case, status, message))
         return grade
 
     def _stand_in(self, case: runner.TestCase, status: str, message: str) -> runner.CaseResult:
         """The result of a case that could not run: ungraded if this machine lacks its GPUs."""
-        found = self.inventory["gpus_visible"] if self.inventory else None
-        if found is not None and case.gpus > found:
-            plural = "" if case.gpus == 1 else "s"
-            return runner.CaseResult(case, runner.SKIPPED, f"needs {case.gpus} GPU{plural}, found {found}")
-        return runner.CaseResult(case, status, message)
+        return runner.judge_skip(runner.CaseResult(case, status, message), self.run.gpus)
 
     # ------------------------------------------------------------------ helpers
 
@@ -146,7 +239,7 @@ class Grader:
 
     def make_grade(self, student: str, source: str, lessons: list[LessonGrade], machine: dict) -> Grade:
         return Grade(student=student, source=source, lessons=lessons, machine=machine,
-                     warnings=list(self.warnings))
+                     warnings=list(self.warnings), sandbox=self.sandbox.description)
 
 
 class Baseline:
@@ -180,7 +273,7 @@ class Baseline:
             return None
         program = meson_build.program_path(self._build, lesson.target, self._programs)
         try:
-            listing = runner.list_cases(program, timeout=settings.timeout, cwd=self._build)
+            listing = runner.list_cases(program, timeout=settings.timeout, run=self._grader.run)
         except (runner.ProgramError, OSError) as error:
             self._grader.warn(f"the course's own {lesson.target} cannot list its cases: {error}")
             return None

@@ -3,9 +3,11 @@
 """The record of the machine a grade was made on.
 
 A multi-GPU grade depends on the machine: a case that needs 4 GPUs is ungraded on a
-machine with 2. So every grade carries this record: the GPUs (from the test program's own
-inventory and from nvidia-smi), the driver, the CUDA runtime, nvcc and NCCL. Anything that
-cannot be found reads "unknown".
+machine with 2. So every grade carries this record: the GPUs as the grader's own probe sees
+them (gpu_probe.py: the count that decides what is ungraded, names, compute capability,
+memory, driver and runtime versions), nvidia-smi's list, nvcc, NCCL, and whether the graded
+programs ran in a sandbox. Nothing in it comes from a graded program. Anything that cannot be
+found reads "unknown".
 """
 
 from __future__ import annotations
@@ -73,13 +75,23 @@ def nccl_version() -> str:
     return UNKNOWN
 
 
-def machine_record(inventory: dict | None) -> dict:
-    """Everything known about this machine; `inventory` is a test program's GPU inventory."""
+def machine_record(inventory: dict | None, probe: dict | None = None, sandbox: str = "off (unknown)") -> dict:
+    """Everything known about this machine; `inventory` is a test program's GPU inventory,
+    `probe` the grader's own GPU count (gpu_probe.py)."""
     smi = nvidia_smi_gpus()
+    if probe is not None:  # the grader's own view: a graded program's inventory is not trusted
+        details = probe.get("details") or {}
+        inventory = {"gpus_visible": probe["gpus"], "gpus": details.get("devices", UNKNOWN),
+                     "driver_api": details.get("driver_api", UNKNOWN), "runtime": details.get("runtime", UNKNOWN),
+                     "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")}
+        probe = {key: value for key, value in probe.items() if key != "details"}
+    count = inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN)
     return {
         "hostname": platform.node() or UNKNOWN,
         "graded_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "gpu_count": inventory["gpus_visible"] if inventory else (len(smi) if smi else UNKNOWN),
+        "gpu_count": count,
+        "gpu_probe": probe if probe is not None else UNKNOWN,
+        "sandbox": sandbox,
         "cuda_visible_devices": inventory["cuda_visible_devices"] if inventory else
         os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
         "gpus": inventory["gpus"] if inventory else UNKNOWN,

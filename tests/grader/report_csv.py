@@ -2,9 +2,13 @@
 # Copyright (c) 2026 The multi-GPU course authors
 """The CSV of a batch: one row per student.
 
-    student,01-passing,02-assertion,...,total,possible,ungraded,problem
-    alice,5,3,...,21,21,5,
-    bob,,,...,,,,"internal error: ..."      (a student the grader itself failed on)
+    student,01-passing,02-assertion,...,total,possible,ungraded,findings,problem
+    alice,5,3,...,21,21,5,,
+    carol,0,3,...,3,21,5,"01-passing: refused: calls exit() (...)",
+    bob,,,...,,,,,"internal error: ..."      (a student the grader itself failed on)
+
+`ungraded` counts points (of cases skipped for missing GPUs); `findings` lists, separated by
+" | ", what a person should read: refused headers or symbols, too much output, time-outs.
 
 `possible` excludes ungraded points (cases skipped on this machine), so it can differ
 between machines; it does not differ between students graded on the same machine.
@@ -24,12 +28,13 @@ def write_csv(path: Path, lessons: list[Lesson], rows: list[tuple[str, Grade | N
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
-        header = ["student"] + [lesson.slug for lesson in lessons] + ["total", "possible", "ungraded", "problem"]
+        header = ["student"] + [lesson.slug for lesson in lessons] + ["total", "possible", "ungraded", "findings",
+                                                                      "problem"]
         writer.writerow(header)
         for student, grade, problem in rows:
             if grade is None:
-                writer.writerow([student] + [""] * (len(lessons) + 3) + [problem])
+                writer.writerow([student] + [""] * (len(lessons) + 4) + [problem])
                 continue
             earned = {lesson_grade.lesson.slug: lesson_grade.earned for lesson_grade in grade.lessons}
             writer.writerow([student] + [earned.get(lesson.slug, "") for lesson in lessons] +
-                            [grade.earned, grade.possible, grade.ungraded, problem])
+                            [grade.earned, grade.possible, grade.ungraded, " | ".join(grade.findings), problem])

@@ -28,10 +28,12 @@ def results_json(grade: Grade, seconds: float) -> dict:
     return {
         "score": grade.earned,
         "execution_time": round(seconds),
-        "output": f"Graded on: {describe(grade.machine)}\n{summary}",
+        "output": f"Graded on: {describe(grade.machine)}\nSandbox: {grade.sandbox}\n{summary}"
+                  + ("\nFindings:\n" + "\n".join(f"  {finding}" for finding in grade.findings) if grade.findings else ""),
         "tests": tests,
         "extra_data": {"student": grade.student, "possible": grade.possible, "ungraded": grade.ungraded,
-                       "machine": grade.machine, "warnings": grade.warnings},
+                       "machine": grade.machine, "sandbox": grade.sandbox, "findings": grade.findings,
+                       "warnings": grade.warnings},
     }
 
 

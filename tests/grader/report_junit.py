@@ -43,7 +43,8 @@ def lesson_suite(grade: Grade, lesson: LessonGrade) -> ET.Element:
     properties = ET.SubElement(suite, "properties")
     for name, value in [("points_earned", lesson.earned), ("points_possible", lesson.possible),
                         ("points_ungraded", lesson.ungraded), ("student", grade.student),
-                        ("machine", describe(grade.machine))]:
+                        ("machine", describe(grade.machine)), ("sandbox", grade.sandbox),
+                        ("findings", " | ".join(lesson.findings))]:
         ET.SubElement(properties, "property", name=name, value=str(value))
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     time = 0.0

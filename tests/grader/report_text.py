@@ -2,18 +2,20 @@
 # Copyright (c) 2026 The multi-GPU course authors
 """The terminal table (also written as report.txt).
 
-    Lesson          Points  Passed  Failed  Skipped  Ungraded  First problem
-    01-passing         5/5       3       0        0         0
-    02-assertion       1/3       1       1        0         0  failed: REQUIRE( multiply(2, 3) == 6 ) ...
+    Lesson        Points  Cases passed  Cases lost  Cases skipped  Points ungraded  First problem  |  Findings
+    01-passing       5/5             3           0              0                0
+    02-assertion     1/3             1           1              0                0  failed: REQUIRE( ... ) ...
 
-then one short line per case that lost points.
+"Cases ..." count test cases; "Points ungraded" counts the points of the cases skipped for
+missing GPUs. Then one short line per case that lost points, and every finding (what a person
+should look at: refused headers or symbols, too much output, time-outs).
 """
 
 from __future__ import annotations
 
 from catch2_runner import SKIPPED
 from machine import describe
-from scoring import BUILD_FAILED, LOST, MISSING, Grade, label
+from scoring import BUILD_FAILED, INVALID, LOST, MISSING, REJECTED, Grade, label, short_findings
 
 PROBLEM_WIDTH = 80
 CASE_LINE_WIDTH = 160
@@ -27,9 +29,11 @@ def clip(text: str, width: int) -> str:
 
 def render(grade: Grade) -> str:
     """The whole report of one grade."""
-    lines = [f"Grade of: {grade.source}", f"Machine:  {describe(grade.machine)}", ""]
+    lines = [f"Grade of: {grade.source}", f"Machine:  {describe(grade.machine)}", f"Sandbox:  {grade.sandbox}", ""]
     lines += _table(grade)
     lines += _lost_cases(grade)
+    if grade.findings:
+        lines += ["", "Findings (for a person to look at):"] + [f"  {finding}" for finding in grade.findings]
     lines += _ungraded_note(grade)
     if grade.warnings:
         lines += ["", "Warnings:"] + [f"  {warning}" for warning in grade.warnings]
@@ -37,7 +41,8 @@ def render(grade: Grade) -> str:
 
 
 def _table(grade: Grade) -> list[str]:
-    header = ["Lesson", "Points", "Passed", "Failed", "Skipped", "Ungraded", "First problem"]
+    header = ["Lesson", "Points", "Cases passed", "Cases lost", "Cases skipped", "Points ungraded",
+              "First problem  |  Findings"]
     rows = []
     for lesson in grade.lessons:
         if lesson.cases_known:
@@ -45,8 +50,10 @@ def _table(grade: Grade) -> list[str]:
             points = f"{lesson.earned}/{lesson.possible}"
         else:
             counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
+        problem = clip(lesson.first_problem(), PROBLEM_WIDTH)
+        findings = short_findings(lesson.findings)
         rows.append([lesson.lesson.slug, points] + counts +
-                    [str(lesson.ungraded), clip(lesson.first_problem(), PROBLEM_WIDTH)])
+                    [str(lesson.ungraded), problem + (f"  |  {findings}" if findings else "")])
     totals = [sum(lesson.count("passed") for lesson in grade.lessons),
               sum(len(lesson.lost_results) for lesson in grade.lessons),
               sum(lesson.count(SKIPPED) for lesson in grade.lessons)]
@@ -57,7 +64,7 @@ def _table(grade: Grade) -> list[str]:
         cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, len(widths))]
         return ("  ".join(cells) + "  " + row[-1]).rstrip()
 
-    separator = "-" * (sum(widths) + 2 * len(widths) + len("First problem"))
+    separator = "-" * (sum(widths) + 2 * len(widths) + len(header[-1]))
     return [line(header), separator] + [line(row) for row in rows[:-1]] + [separator, line(rows[-1])]
 
 
@@ -65,7 +72,7 @@ def _lost_cases(grade: Grade) -> list[str]:
     """One line per case that lost points; one per lesson that did not build or was missing."""
     lines = []
     for lesson in grade.lessons:
-        if lesson.problem_status in (BUILD_FAILED, MISSING):
+        if lesson.problem_status in (BUILD_FAILED, MISSING, REJECTED, INVALID):
             lines.append(f"  {lesson.lesson.slug}: {label(lesson.problem_status)}: {lesson.problem.splitlines()[0]}")
             continue
         for result in lesson.results:

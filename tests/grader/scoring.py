@@ -6,7 +6,11 @@
 - A skipped case (e.g. "needs 2 GPUs, found 1") is ungraded: its points leave the possible
   total, and the report says why.
 - A lesson that could not be built or was not submitted keeps the cases of the course's
-  own program (when they are known), each marked `build_failed` or `missing`, worth 0.
+  own program (when they are known), each marked `build_failed` or `missing`, worth 0; so
+  does a lesson whose object the integrity check refused (`rejected`, never run) and one whose
+  result channel held what the course's listener never writes (`invalid`).
+- Findings are what a person should look at: refused headers or symbols, too much output,
+  time-outs, processes left running, a tampered result channel.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from course_layout import Lesson
 
 BUILD_FAILED = "build_failed"  # the lesson's program did not compile, link, or list its cases
 MISSING = "missing"  # the submission has no file for this lesson
-LOST = (FAILED, CRASHED, TIMED_OUT, BUILD_FAILED, MISSING)
+REJECTED = "rejected"  # the integrity check refused the student's object: it was never run
+INVALID = "invalid"  # the result channel held extra, repeated or malformed results
+LOST = (FAILED, CRASHED, TIMED_OUT, BUILD_FAILED, MISSING, REJECTED, INVALID)
 
 
 @dataclasses.dataclass
@@ -28,8 +34,9 @@ class LessonGrade:
     lesson: Lesson
     results: list[CaseResult] = dataclasses.field(default_factory=list)
     problem: str = ""  # why the lesson's program could not run, if it could not
-    problem_status: str = ""  # BUILD_FAILED or MISSING when `problem` is set
+    problem_status: str = ""  # BUILD_FAILED, MISSING, REJECTED or INVALID when `problem` is set
     log: str = ""  # build log and per-case output, for the logs folder
+    findings: list[str] = dataclasses.field(default_factory=list)  # what a person should look at
 
     @property
     def cases_known(self) -> bool:
@@ -73,6 +80,11 @@ class Grade:
     lessons: list[LessonGrade]
     machine: dict
     warnings: list[str] = dataclasses.field(default_factory=list)
+    sandbox: str = "off (unknown)"  # "on (...)" or "off (why)"
+
+    @property
+    def findings(self) -> list[str]:
+        return [f"{lesson.lesson.slug}: {finding}" for lesson in self.lessons for finding in lesson.findings]
 
     @property
     def earned(self) -> int:
@@ -94,7 +106,17 @@ class Grade:
 def label(status: str) -> str:
     """A status in words, for tables and messages."""
     return {PASSED: "passed", FAILED: "failed", SKIPPED: "ungraded", CRASHED: "crashed",
-            TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing"}.get(status, status)
+            TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing", REJECTED: "refused",
+            INVALID: "invalid results"}.get(status, status)
+
+
+def short_findings(findings: list[str], width: int = 60) -> str:
+    """Findings on one line for a table cell: the first, and how many more."""
+    if not findings:
+        return ""
+    first = " ".join(findings[0].split())
+    first = first if len(first) <= width else first[: width - 3] + "..."
+    return first + (f" (+{len(findings) - 1} more)" if len(findings) > 1 else "")
 
 
 def one_line(text: str) -> str:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE / "fixture"
+CHANNEL_SOURCES = [HERE.parents[1] / "common" / "testing" / name for name in ("result_channel.h", "result_channel.cpp")]
+ATTACKS = HERE / "attacks" / "fixture"
 GRADE = HERE / "grade.py"
 EXPECT = HERE.parent / "course" / "expect.py"
 sys.path.insert(0, str(HERE))
@@ -33,7 +35,9 @@ sys.path.insert(0, str(HERE))
 import catch2_runner as runner  # noqa: E402
 import course_layout as layout  # noqa: E402
 import meson_build  # noqa: E402
+from grading import Grader, Settings  # noqa: E402
 from limited_run import Outcome  # noqa: E402
+from sandbox import Sandbox  # noqa: E402
 
 CASE_TIMEOUT = "3"  # the hanging lesson costs this many seconds per grading
 TOOLS_MISSING = [tool for tool in ("meson", "ninja", "pkg-config") if not shutil.which(tool)]
@@ -41,12 +45,16 @@ if not TOOLS_MISSING and subprocess.run(["pkg-config", "--exists", "catch2"]).re
     TOOLS_MISSING.append("Catch2 v3 (pkg-config catch2)")
 
 TMP: Path = Path()
+COURSE: Path = Path()  # the fixture course with the course's result channel copied in
 DEFAULT: dict = {}  # the grading of the fixture's working tree, made once by setUpModule
 
 
 def run_grader(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """grade.py on the fixture course, with a short case time-out."""
-    argv = [sys.executable, str(GRADE), "--course", str(FIXTURE), "--quiet", "--timeout", CASE_TIMEOUT,
+    """grade.py on the fixture course, with a short case time-out. The grader's GPU probe is
+    told the fixture's FAKE_GPU_COUNT (0 unless set), whatever GPUs this machine has."""
+    env = dict(os.environ if env is None else env)
+    env["COURSE_GRADER_TEST_GPU_COUNT"] = env.get("FAKE_GPU_COUNT", "0")
+    argv = [sys.executable, str(GRADE), "--course", str(COURSE), "--quiet", "--timeout", CASE_TIMEOUT,
             "-j", "2", *args]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
 
@@ -73,8 +81,12 @@ def tests_by_number(results: dict) -> dict:
 
 
 def setUpModule():
-    global TMP
+    global TMP, COURSE
     TMP = Path(tempfile.mkdtemp(prefix="grader-test-"))
+    COURSE = TMP / "fixture"
+    shutil.copytree(FIXTURE, COURSE)
+    for source in CHANNEL_SOURCES:
+        shutil.copy(source, COURSE / "common")
     if TOOLS_MISSING:
         return
     done = run_grader("--build-dir", str(TMP / "default"))
@@ -92,27 +104,27 @@ def needs_tools(cls):
 
 
 def program(number: str) -> Path:
-    return TMP / "default" / "tests" / f"lesson-{number}"
+    return TMP / "default" / "working-tree" / "build" / "tests" / f"lesson-{number}"
 
 
 # ============================================================================ unit tests
 
-REPORT_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="t">\n'
+def outcome(code, stderr="", timed_out=False, channel=b"", token="t0k", **kwargs) -> Outcome:
+    return Outcome(exit_code=code, timed_out=timed_out, stdout="", stderr=stderr, seconds=0.1, channel=channel,
+                   token=token, **kwargs)
 
 
-def outcome(code, stderr="", timed_out=False) -> Outcome:
-    return Outcome(exit_code=code, timed_out=timed_out, stdout="", stderr=stderr, seconds=0.1)
+def record_line(case="a case", status="passed", message="", seq=1, token="t0k") -> bytes:
+    return (json.dumps({"token": token, "seq": seq, "case": case, "status": status, "message": message})
+            + "\n").encode()
 
 
 class RunnerUnitTests(unittest.TestCase):
     case = runner.TestCase(name="a case", tags=["01-x", "task:1", "points:2"])
 
-    def classify(self, body: str, result=None, code=0, stderr="", close=True, **kwargs):
-        text = REPORT_HEAD + f'<TestCase name="a case" tags="[01-x]">\n{body}\n'
-        if result is not None:
-            text += f"{result}\n</TestCase>\n"
-            text += "</Catch2TestRun>\n" if close else ""
-        return runner.classify(self.case, outcome(code, stderr, **kwargs), runner.parse_report_text(text), 5)
+    def classify(self, status=None, message="", code=0, stderr="", **kwargs):
+        record = None if status is None else {"status": status, "message": message}
+        return runner.classify(self.case, outcome(code, stderr, **kwargs), record, 5)
 
     def test_escape_test_name(self):
         self.assertEqual(runner.escape_test_name('a, [b] "c" \\ * ~'), 'a\\, \\[b\\] \\"c\\" \\\\ \\* \\~')
@@ -141,53 +153,74 @@ class RunnerUnitTests(unittest.TestCase):
         self.assertIsNone(runner.parse_inventory("no inventory here"))
 
     def test_passed_failed_skipped(self):
-        self.assertEqual(self.classify("", '<OverallResult success="true" skips="0"/>'), (runner.PASSED, ""))
-        failed = self.classify('<Info>seed 7</Info><Expression success="false" type="REQUIRE">'
-                               "<Original>a == b</Original><Expanded>1 == 2</Expanded></Expression>",
-                               '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual(failed, (runner.FAILED, "REQUIRE( a == b ) with expansion: 1 == 2\nwith message: seed 7"))
-        thrown = self.classify("<Exception>NOT_IMPLEMENTED: task 2 in f() at x.cpp:4</Exception>",
-                               '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual(thrown, (runner.FAILED, "NOT_IMPLEMENTED: task 2 in f() at x.cpp:4"))
-        skipped = self.classify("<Skip>\n  needs 2 GPUs, found 1\n</Skip>", '<OverallResult success="true" skips="1"/>',
-                                code=77)
-        self.assertEqual(skipped, (runner.SKIPPED, "needs 2 GPUs, found 1"))
+        self.assertEqual(self.classify("passed"), (runner.PASSED, ""))
+        self.assertEqual(self.classify("failed", "REQUIRE( a == b ) with expansion: 1 == 2", code=1),
+                         (runner.FAILED, "REQUIRE( a == b ) with expansion: 1 == 2"))
+        self.assertEqual(self.classify("skipped", "needs 2 GPUs, found 1", code=77),
+                         (runner.SKIPPED, "needs 2 GPUs, found 1"))
 
-    def test_first_failure_inside_a_section(self):
-        status, message = self.classify(
-            '<Section name="s"><Expression success="false" type="CHECK"><Original>f()</Original>'
-            "<Expanded>f()</Expanded><Exception>boom</Exception></Expression></Section>",
-            '<OverallResult success="false" skips="0"/>', code=1)
-        self.assertEqual((status, message), (runner.FAILED, "boom (thrown inside CHECK( f() ))"))
+    def test_exit_status_must_agree(self):
+        status, message = self.classify("passed", code=3)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertIn("finished but the program then exited with exit code 3", message)
+        self.assertEqual(self.classify("skipped", "x", code=1)[0], runner.CRASHED)
 
-    def test_crash_from_signal_with_cut_report(self):
-        status, message = self.classify("<FatalErrorCondition>SIGSEGV - Segmentation violation signal"
-                                        "</FatalErrorCondition>", '<OverallResult success="false" skips="0"/>',
-                                        code=-11, stderr="GPUs visible: 0 (CUDA_VISIBLE_DEVICES=<unset>), "
-                                        "driver API 0.0, runtime 0.0\nlast words\n", close=False)
+    def test_crash_from_signal(self):
+        status, message = self.classify("failed", "SIGSEGV - Segmentation violation signal", code=-11,
+                                        stderr="GPUs visible: 0 (CUDA_VISIBLE_DEVICES=<unset>), "
+                                        "driver API 0.0, runtime 0.0\nlast words\n")
         self.assertEqual(status, runner.CRASHED)
         self.assertTrue(message.startswith("SIGSEGV (signal 11)"), message)
         self.assertIn("last words", message)
         self.assertNotIn("GPUs visible", message)
 
-    def test_exit_before_the_case_finished(self):
-        status, message = self.classify("", None, code=0)
+    def test_no_record(self):
+        status, message = self.classify(None, code=0)
         self.assertEqual(status, runner.CRASHED)
         self.assertIn("before the case finished", message)
+        self.assertIn("no test case named", self.classify(None, code=2)[1])
 
-    def test_passed_but_bad_exit(self):
-        status, _ = self.classify("", '<OverallResult success="true" skips="0"/>', code=3)
-        self.assertEqual(status, runner.CRASHED)
-
-    def test_watchdog_and_timeout(self):
+    def test_watchdog_timeout_and_output_cap(self):
         line = "WATCHDOG: ncclAllReduce did not finish within 30 s. Probably: a rank did not call it"
-        self.assertEqual(self.classify("", None, code=70, stderr=f"x\n{line}\n"), (runner.TIMED_OUT, line))
-        self.assertEqual(self.classify("", None, code=None, timed_out=True), (runner.TIMED_OUT, "no result after 5 s"))
-
-    def test_no_matching_case(self):
-        status, message = runner.classify(self.case, outcome(2), runner.parse_report_text(REPORT_HEAD), 5)
+        self.assertEqual(self.classify(None, code=70, stderr=f"x\n{line}\n"), (runner.TIMED_OUT, line))
+        self.assertEqual(self.classify(None, code=None, timed_out=True), (runner.TIMED_OUT, "no result after 5 s"))
+        status, message = self.classify("passed", code=-9, output_exceeded=True, printed=9 << 20, output_cap=8 << 20)
         self.assertEqual(status, runner.CRASHED)
-        self.assertIn("no test case named", message)
+        self.assertIn("printed more than the 8 MB allowed", message)
+
+    def test_left_processes_fail_the_case(self):
+        status, message = self.classify("passed", left_behind=1)
+        self.assertEqual(status, runner.FAILED)
+        self.assertIn("left 1 process(es) running", message)
+
+    def test_read_records(self):
+        good = record_line("a", seq=1) + record_line("b", "failed", "boom", seq=2)
+        records = runner.read_records(outcome(1, channel=good), ["a", "b", "c"])
+        self.assertEqual((records["a"]["status"], records["b"]["message"]), ("passed", "boom"))
+        bad = {
+            "token": record_line("a", token="forged"),
+            "numbered": record_line("a", seq=2),
+            "was not run": record_line("z"),
+            "two results": record_line("a") + record_line("a", seq=2),
+            "not one the course's listener writes": b'{"case": "a"}\n',
+            "middle of a record": record_line("a")[:-5],
+        }
+        for why, data in bad.items():
+            with self.assertRaises(runner.ChannelError, msg=why) as caught:
+                runner.read_records(outcome(0, channel=data), ["a", "b"])
+            self.assertIn(why, str(caught.exception))
+        with self.assertRaises(runner.ChannelError):
+            runner.read_records(outcome(0, channel=b"", channel_exceeded=True), ["a"])
+
+    def test_skips_judged_by_the_probe(self):
+        two = runner.TestCase(name="two", tags=[], gpus=2)
+        skipped = runner.judge_skip(runner.CaseResult(two, runner.FAILED, "boom"), gpus=1)
+        self.assertEqual((skipped.status, skipped.message), (runner.SKIPPED, "needs 2 GPUs, found 1"))
+        own = runner.judge_skip(runner.CaseResult(two, runner.SKIPPED, "needs 2 GPUs, found 0"), gpus=2)
+        self.assertEqual(own.status, runner.FAILED)
+        self.assertIn("only a missing GPU makes a case ungraded", own.message)
+        trusted = runner.judge_skip(runner.CaseResult(two, runner.SKIPPED, "needs 2 GPUs"), gpus=None)
+        self.assertEqual(trusted.status, runner.SKIPPED)  # the course's own suite (expect.py)
 
 
 class LayoutUnitTests(unittest.TestCase):
@@ -306,7 +339,7 @@ class DefaultGradeTests(unittest.TestCase):
         self.assertEqual(tests["08"]["status"], "failed")
         self.assertIn("0 GPUs", results["output"])
         self.assertEqual(results["extra_data"]["possible"], 21)
-        self.assertEqual(results["extra_data"]["machine"]["cuda_runtime"], "12.4")
+        self.assertEqual(results["extra_data"]["machine"]["cuda_runtime"], "test")  # the probe's, not a program's
 
     def test_junit(self):
         junit = DEFAULT["junit"]
@@ -331,8 +364,18 @@ class DefaultGradeTests(unittest.TestCase):
         record = DEFAULT["machine"]
         for field in ("gpus", "gpu_count", "driver", "cuda_runtime", "nvcc", "nccl", "nvidia_smi"):
             self.assertIn(field, record)
-        self.assertEqual((record["gpu_count"], record["gpus"], record["driver_api"]), (0, [], "12.4"))
+        self.assertEqual((record["gpu_count"], record["gpus"], record["driver_api"]), (0, [], "test"))
+        self.assertIn("COURSE_GRADER_TEST_GPU_COUNT", record["gpu_probe"]["via"])
+        self.assertRegex(record["sandbox"], r"^(on|off) \(")
+        self.assertIn(f"Sandbox:  {record['sandbox']}", DEFAULT["report"])
+        self.assertIn(record["sandbox"], DEFAULT["results"]["output"])
         self.assertEqual(len(DEFAULT["logs"]), 8)
+
+    def test_nothing_built_inside_the_course(self):
+        self.assertEqual(sorted(p.name for p in COURSE.iterdir()), sorted(p.name for p in FIXTURE.iterdir()))
+        staged = TMP / "default" / "working-tree" / "course"
+        self.assertTrue((staged / "lessons").is_dir())
+        self.assertFalse((staged / "solutions").exists())
 
 
 @needs_tools
@@ -343,6 +386,12 @@ class RunnerOnFixtureTests(unittest.TestCase):
                          ["adds two small numbers", "adds negative numbers", "adds zero (no points tag)"])
         self.assertEqual([c.points for c in listing.cases], [2, 3, 0])
         self.assertEqual(listing.inventory["gpus_visible"], 0)
+
+    def test_a_relative_program_path(self):  # as Meson passes it to expect.py; the program runs elsewhere
+        listing = runner.list_cases(os.path.relpath(program("01")))
+        self.assertEqual(len(listing.cases), 3)
+        result = runner.run_case(os.path.relpath(program("01")), listing.cases[0], timeout=30)
+        self.assertEqual(result.status, runner.PASSED)
 
     def test_run_one_case_with_special_characters(self):
         case = runner.list_cases(program("02")).cases[0]
@@ -412,6 +461,9 @@ class RequireGpusTests(unittest.TestCase):
         for args in (["--lessons", "99"], ["--submission", str(TMP / "nowhere")], ["--csv", "x.csv"],
                      ["--no-such-option"]):
             self.assertEqual(run_grader("--build-dir", str(TMP / "unused"), *args).returncode, 2, args)
+        inside = run_grader("--build-dir", str(COURSE / "build" / "grading"))
+        self.assertEqual(inside.returncode, 2)
+        self.assertIn("inside the course", inside.stderr)
 
 
 @needs_tools
@@ -470,6 +522,123 @@ class BatchTests(unittest.TestCase):
         tests = tests_by_number(bob["results"])
         self.assertIn("no file starter.cpp in the submission", tests["03.1"]["output"])
         self.assertEqual(tests["03.1"]["max_score"], 2)
+
+
+class HidingSandbox(Sandbox):
+    """A sandbox in which the GPU probe finds no GPU (as bwrap would without /dev/nvidia-uvm)."""
+
+    def __init__(self):
+        super().__init__("/usr/bin/env", "on (a test sandbox)")
+
+    def command(self, argv, scratch, cwd, readable=()):
+        return ["/usr/bin/env", "COURSE_GRADER_TEST_GPU_COUNT=0", *[str(part) for part in argv]]
+
+
+class ProbeTests(unittest.TestCase):
+    def test_a_sandbox_that_hides_gpus_is_turned_off(self):
+        settings = Settings(course=FIXTURE, build_root=TMP / "probe", lessons=[], quiet=True, sandbox=HidingSandbox())
+        saved = os.environ.get("COURSE_GRADER_TEST_GPU_COUNT")
+        os.environ["COURSE_GRADER_TEST_GPU_COUNT"] = "2"
+        try:
+            grader = Grader(settings)
+        finally:
+            if saved is None:
+                del os.environ["COURSE_GRADER_TEST_GPU_COUNT"]
+            else:
+                os.environ["COURSE_GRADER_TEST_GPU_COUNT"] = saved
+        self.assertEqual(grader.run.gpus, 2)
+        self.assertEqual(grader.sandbox.description, "off (inside bubblewrap the GPU probe found 0 GPUs, outside 2)")
+        self.assertFalse(grader.run.sandbox.enabled)
+
+
+ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks are on)
+    "control_exception": "the test framework's headers are not the student's to include",
+    "include_solution": "does not build",
+    "include_solution_absolute": "solutions/01-passing/passing.cpp (only the lesson's own folder and common/",
+    "redefine_libc": "defines atoi (as libc.so.6 does)",
+    "skip": "catch_test_macros.hpp",
+    "atexit_forgery": "calls write()",
+    "exit_zero": "calls exit() (process control",
+    "setsid_sleeper": "calls fork()",
+    "huge_output": "printed more than the 8 MB allowed",
+    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+}
+RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
+    "control_exception": "the test framework's own control exception",
+    "exit_zero": "the program ended (exit code 0) before the case finished",
+    "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
+}
+
+
+def sleepers() -> list[str]:
+    """Processes left by the setsid_sleeper attack (its sleep carries the mark 4242.5)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"4242.5" in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+@needs_tools
+class AttackTests(unittest.TestCase):
+    """Hostile student files for lesson 01-passing (tests/grader/attacks/fixture/): each scores 0
+    and the report names why; then again with the object checks off, to prove the run-time
+    defences behind them (result channel, control exceptions, exit status, leftover processes)."""
+
+    @classmethod
+    def setUpClass(cls):
+        batch = TMP / "attacks"
+        shutil.copytree(ATTACKS, batch)
+        absolute = batch / "include_solution_absolute"
+        absolute.mkdir()
+        (absolute / "passing.cpp").write_text(f'#include "{COURSE}/solutions/01-passing/passing.cpp"\n')
+        common = ("--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
+        cls.checked = run_grader("--batch", str(batch), "--out", str(TMP / "attacks-grade"), *common)
+        runtime = TMP / "attacks-runtime"
+        runtime.mkdir()
+        for name in RUNTIME_REASONS:
+            shutil.copytree(batch / name, runtime / name)
+        cls.unchecked = run_grader("--batch", str(runtime), "--out", str(TMP / "attacks-runtime-grade"),
+                                   "--no-object-checks", *common)
+        cls.sleeper = run_grader("--submission", str(batch / "setsid_sleeper"), "--out", str(TMP / "sleeper-grade"),
+                                 "--no-object-checks", "--no-sandbox", *common)
+
+    def report(self, out: str, student: str) -> str:
+        return (TMP / out / student / "report.txt").read_text()
+
+    def test_every_attack_scores_zero_and_says_why(self):
+        self.assertEqual(self.checked.returncode, 0, self.checked.stderr)
+        with (TMP / "attacks-grade" / "grades.csv").open() as table:
+            rows = {row["student"]: row for row in csv.DictReader(table)}
+        self.assertEqual(set(rows), set(ATTACK_REASONS))
+        for attack, reason in ATTACK_REASONS.items():
+            self.assertEqual((rows[attack]["01-passing"], rows[attack]["possible"]), ("0", "5"), attack)
+            self.assertIn(reason, " ".join(self.report("attacks-grade", attack).split()), attack)
+        self.assertIn("refused: calls exit()", rows["exit_zero"]["findings"])
+        self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
+
+    def test_the_grader_counts_gpus_itself(self):
+        record = json.loads((TMP / "attacks-grade" / "fake_inventory" / "machine.json").read_text())
+        self.assertEqual((record["gpu_count"], record["gpus"]), (0, []))  # not the 8 the student's code printed
+
+    def test_runtime_defences_without_object_checks(self):
+        self.assertEqual(self.unchecked.returncode, 0, self.unchecked.stderr)
+        for attack, reason in RUNTIME_REASONS.items():
+            report = self.report("attacks-runtime-grade", attack)
+            self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
+            self.assertIn(reason, report, attack)
+            self.assertIn("were NOT checked (--no-object-checks)", report)
+
+    def test_a_setsid_child_is_killed_and_reported(self):
+        self.assertEqual(self.sleeper.returncode, 0, self.sleeper.stderr)
+        report = (TMP / "sleeper-grade" / "report.txt").read_text()
+        self.assertIn("Sandbox:  off (--no-sandbox)", report)
+        self.assertIn("left 1 process(es) running", report)
+        self.assertEqual(table_row(report, "01-passing")[1], "0/5")
+        self.assertEqual(sleepers(), [])
 
 
 if __name__ == "__main__":
