@@ -64,8 +64,17 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
 // In a child case: appends `text` to the file named by $COURSE_CHILD_OUTPUT.
 void write_child_output(const std::string& text);
 
-// Maps Catch2's exit code to Meson's convention: 0 passed, 77 skipped (all cases skipped),
-// 1 failed, 2 "no test case matched" (a usage error).
-int meson_exit_code(int catch2_exit_code);
+// The run's test cases by outcome, as Catch2 counts them (TestRunStats::totals.testCases).
+struct CaseCounts {
+  std::uint64_t passed = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t skipped = 0;
+};
+
+// The exit code for Meson, from the run's own counts rather than Catch2's exit code (before
+// Catch2 3.7.1 that was the number of failed assertions, so 4 failures read as "all skipped"):
+// 1 when a case failed, 77 when every case that ran was skipped, 2 when no case ran (no test
+// case matched the filter), 0 otherwise.
+int meson_exit_code(const CaseCounts& cases);
 
 }  // namespace course::testing
