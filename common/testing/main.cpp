@@ -30,8 +30,10 @@ class BackToDeviceZero : public Catch::EventListenerBase {
   }
 };
 
-// Keeps the run's counts of cases, from which main() makes its exit code.
+// Keeps the run's counts of cases, from which main() makes its exit code. Listing the cases
+// (--list-tests) runs none, and then Catch2's own exit code stands.
 course::testing::CaseCounts run_counts;
+bool run_ended = false;
 
 class CountCases : public Catch::EventListenerBase {
  public:
@@ -39,6 +41,7 @@ class CountCases : public Catch::EventListenerBase {
   void testRunEnded(const Catch::TestRunStats& stats) override {
     const auto& cases = stats.totals.testCases;
     run_counts = {cases.passed + cases.failedButOk, cases.failed, cases.skipped};
+    run_ended = true;
   }
 };
 
@@ -52,6 +55,6 @@ int main(int argc, char** argv) {
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   if (std::getenv("COURSE_CHILD_OUTPUT") == nullptr) std::cerr << course::testing::gpu_inventory() << std::flush;
-  session.run();  // its exit code depends on Catch2's version: the counts do not
-  return course::testing::meson_exit_code(run_counts);
+  const int catch2_exit_code = session.run();  // depends on Catch2's version; the counts do not
+  return run_ended ? course::testing::meson_exit_code(run_counts) : catch2_exit_code;
 }

@@ -48,6 +48,7 @@ class Checker:
         self.allow_symbols = set(allow_symbols)
         self._library_symbols: dict[str, set[str]] = {}
         self._toolkit_roots = cuda_roots()
+        self._compiler_roots: list[Path] | None = None  # the compilers' own header folders, asked once
 
     # ------------------------------------------------------------------ entry point
 
@@ -97,10 +98,24 @@ class Checker:
             return ""
         if _under(path, self.source) or (self.course and _under(path, self.course)):
             return "only the lesson's own folder and common/ may be included from the course"
-        roots = [Path(root) for root in policy.SYSTEM_HEADER_ROOTS] + self._toolkit_roots + list(nccl_dirs)
+        roots = ([Path(root) for root in policy.SYSTEM_HEADER_ROOTS] + self._toolkit_roots + list(nccl_dirs)
+                 + self._compiler_header_roots())
         if any(_under(path, root) for root in roots):
             return ""
         return "outside the lesson, common/, the CUDA toolkit, NCCL and the system's headers"
+
+    def _compiler_header_roots(self) -> list[Path]:
+        """The folders the build's C++ compilers search for system headers (`-E -v`): a GCC in
+        /opt/gcc keeps its own <limits.h> there, not under /usr/lib/gcc."""
+        if self._compiler_roots is None:
+            compilers = {shlex.split(entry["command"])[0] for entry in self._compile_entries()
+                         if entry.get("command") and "nvcc" not in Path(shlex.split(entry["command"])[0]).name}
+            compilers |= {name for name in ("c++", "g++") if shutil.which(name)}
+            roots: list[Path] = []
+            for compiler in sorted(compilers):
+                roots += [root for root in compiler_include_dirs(compiler) if root not in roots]
+            self._compiler_roots = roots
+        return self._compiler_roots
 
     def _show(self, path: Path) -> str:
         for root, label in ((self.source, ""), (self.build, "<build>/")):
@@ -119,6 +134,8 @@ class Checker:
                 continue
             part = next((p for p in policy.REFUSED_NAME_PARTS if p in shown), None)
             if symbol["undefined"]:
+                if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
+                    continue  # the host side of a __device__ function, made by nvcc: exit(1)
                 if name in policy.PROCESS_CONTROL:
                     problems.append((f"calls {name}()", "process control is the test program's, not the student's"))
                 elif name in policy.FILE_OUTPUT:
@@ -258,6 +275,51 @@ def read_symbols(obj: Path) -> list[dict]:
     for symbol, shown in zip(symbols, demangled + names[len(demangled):]):
         symbol["demangled"] = shown
     return symbols
+
+
+def compiler_include_dirs(compiler: str) -> list[Path]:
+    """The folders `compiler` searches for <...> headers, from `compiler -E -v -x c++ -`."""
+    try:
+        done = subprocess.run([compiler, "-E", "-v", "-x", "c++", "-"], input="", capture_output=True, text=True,
+                              timeout=_TOOL_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    lines = done.stderr.splitlines()
+    try:
+        first = next(i for i, line in enumerate(lines) if line.startswith("#include <...> search starts here"))
+    except StopIteration:
+        return []
+    roots = []
+    for line in lines[first + 1:]:
+        if not line.startswith(" "):
+            break
+        roots.append(Path(line.strip().split(" (")[0]).resolve())
+    return roots
+
+
+# nvcc compiles the host side of a __device__ function as a stub that ends the program with
+# exit(1) should the host ever call it:   movl $0x1,N(%rsp) ; mov N(%rsp),%edi ; call exit
+_STUB_LOAD = re.compile(r"^\s*[0-9a-f]+:\s+movl\s+\$0x1,(0x[0-9a-f]+\(%rsp\))\s*$")
+_STUB_ARG = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+(0x[0-9a-f]+\(%rsp\)),%edi\s*$")
+_STUB_CALL = re.compile(r"^\s*[0-9a-f]+:\s+call\s")
+_EXIT_RELOCATION = re.compile(r"^\s*[0-9a-f]+: R_X86_64_\w+\s+exit([-+]0x[0-9a-f]+)?\s*$")
+
+
+def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
+    """True when every reference to exit() in `obj` is a call of exit(1) in nvcc's stub pattern.
+    Such a call can only end the program with a failure, which earns nothing."""
+    lines = _run(["objdump", "-dr", "--no-show-raw-insn", str(obj)]).splitlines()
+    found = False
+    for index, line in enumerate(lines):
+        if not _EXIT_RELOCATION.match(line):
+            continue
+        found = True
+        if index < 3 or not _STUB_CALL.match(lines[index - 1]):
+            return False
+        load, argument = _STUB_LOAD.match(lines[index - 3]), _STUB_ARG.match(lines[index - 2])
+        if not (load and argument and load.group(1) == argument.group(1)):
+            return False
+    return found
 
 
 def shared_libraries(program: Path) -> list[str]:
