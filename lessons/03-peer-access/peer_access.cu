@@ -52,7 +52,7 @@ PeerAccessState disable_peer_access_all() {
 
 // ---- Task 3 -------------------------------------------------------------------------------------
 
-// TODO(task 3): copy direct or staged (two pinned buffers, overlapped); return the path taken.
+// TODO(task 3): copy direct or staged (two pinned buffers, overlapped); return the path (helpers here).
 CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes,
                               const PeerAccessState& peer_access, const CopyOptions& options) {
   (void)dst;
