@@ -14,10 +14,18 @@
 namespace course {
 namespace {
 
-std::string format_failure(const char* call, const char* file, int line, const std::string& name,
+std::string format_failure(const char* library, const char* call, const char* file, int line, const std::string& name,
                            const std::string& description) {
   std::ostringstream out;
-  out << call << " failed at " << course_relative_path(file) << ':' << line << ": " << name << ": " << description;
+  // CUDA_CHECK(cudaSetDevice(7)) names the call. CUDA_CHECK(error), on a result kept in a variable
+  // to compare it first, only has the variable's name: say that, rather than "error failed".
+  const std::string where = std::string(course_relative_path(file)) + ':' + std::to_string(line);
+  if (std::strchr(call, '(') != nullptr) {
+    out << call << " failed at " << where;
+  } else {
+    out << "a " << library << " call failed (its result, kept in `" << call << "`, checked at " << where << ')';
+  }
+  out << ": " << name << ": " << description;
   return out.str();
 }
 
@@ -40,12 +48,13 @@ const char* course_relative_path(const char* file) {
 
 void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
   throw ApiError("CUDA", static_cast<int>(error),
-                 format_failure(call, file, line, cudaGetErrorName(error), cudaGetErrorString(error)));
+                 format_failure("CUDA", call, file, line, cudaGetErrorName(error), cudaGetErrorString(error)));
 }
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
   const auto s = static_cast<cublasStatus_t>(status);
-  throw ApiError("cuBLAS", status, format_failure(call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
+  throw ApiError("cuBLAS", status,
+                 format_failure("cuBLAS", call, file, line, cublasGetStatusName(s), cublasGetStatusString(s)));
 }
 
 void throw_nccl_error(int result, const char* call, const char* file, int line) {
@@ -62,7 +71,7 @@ void throw_nccl_error(int result, const char* call, const char* file, int line) 
   const std::string name = (result >= 0 && result < static_cast<int>(sizeof names / sizeof *names))
                                ? names[result]
                                : "ncclResult(" + std::to_string(result) + ")";
-  throw ApiError("NCCL", result, format_failure(call, file, line, name, description));
+  throw ApiError("NCCL", result, format_failure("NCCL", call, file, line, name, description));
 }
 
 }  // namespace course

@@ -4,6 +4,9 @@
 // One family of error checks for CUDA, cuBLAS and NCCL calls. Every failure becomes a
 // course::ApiError whose message has one shape:
 //     cudaSetDevice(7) failed at lessons/02-set-device/set_device.cu:41: cudaErrorInvalidDevice: invalid device ordinal
+// A check of a result kept in a variable (`const cudaError_t error = ...; CUDA_CHECK(error);`)
+// cannot know the call's text, and says so:
+//     a CUDA call failed (its result, kept in `error`, checked at lessons/...:29): cudaErrorX: ...
 // The checks throw instead of calling exit(), so a failing test case ends alone and the
 // others still run; and exit codes stay free for their meaning to Meson (77 = skipped).
 #pragma once

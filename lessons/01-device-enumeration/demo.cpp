@@ -3,8 +3,11 @@
 //
 // Lesson 01 demo: a deviceQuery-style table of this machine's GPUs, made by your own
 // functions, then the devices a job asking for 1 GB free and compute capability 7.0 would get.
-// Run it as build/tests/demo-01 (yours) or build/tests/solution-demo-01 (the reference), and
-// again with CUDA_VISIBLE_DEVICES=1,0 to watch the ordinals move.
+// Run it as build/tests/demo-01 (yours), and again with CUDA_VISIBLE_DEVICES=1,0 to watch the
+// ordinals move.
+// instructor-only
+// build/tests/solution-demo-01 runs the reference solution.
+// /instructor-only
 #include <cstdlib>
 #include <exception>
 #include <iostream>

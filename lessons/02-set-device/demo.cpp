@@ -5,8 +5,11 @@
 // machine) with your allocate_slices and scales it with your scale_slices, then times the spin
 // kernel (20 ms per worker) on one worker at a time and on all of them together, from one thread
 // (run_on_all_devices) and from one thread per worker
-// (run_one_thread_per_device). Run it as build/tests/demo-02 (yours) or
-// build/tests/solution-demo-02 (the reference), and with CUDA_VISIBLE_DEVICES=0,1 to use two GPUs.
+// (run_one_thread_per_device). Run it as build/tests/demo-02, and with CUDA_VISIBLE_DEVICES=0,1
+// to use two GPUs.
+// instructor-only
+// build/tests/solution-demo-02 runs the reference solution.
+// /instructor-only
 #include <cuda_runtime.h>
 
 #include <cstdio>

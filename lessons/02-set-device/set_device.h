@@ -7,6 +7,21 @@
 // One rule runs through all of it: the *current device* belongs to the calling host thread, and
 // everything made on that thread (allocations, streams, events, kernel launches, library
 // handles) belongs to the device that was current when it was made.
+//
+// The device lists. A device "does not exist" when it is negative or not below the number of
+// visible GPUs: a function given one throws course::ApiError (cudaSetDevice fails with
+// cudaErrorInvalidDevice; wrap it in CUDA_CHECK). An empty list is an error for allocate_slices
+// (std::invalid_argument) and does nothing, with no CUDA call, for the other functions.
+//
+// No GPU at all (no driver, or CUDA_VISIBLE_DEVICES=-1): every device "does not exist", so a
+// function given a non-empty list throws course::ApiError; an empty list behaves as above.
+//
+// Cleanup after an error must not throw: when a call fails halfway, undo what was done with
+// unchecked calls ((void)cudaFree(p), (void)cudaSetDevice(d), (void)cudaStreamDestroy(s)) and
+// let the first exception go on. A second exception from the cleanup would replace the first
+// (the caller would read about the cleanup, not the cause), and one thrown from a destructor
+// while the first is on its way ends the program. free_slices checks its calls (CUDA_CHECK), so
+// it is for normal use, not for that cleanup.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,11 +54,13 @@ struct Slice {
 // they cover [0, n)) and allocates slice k with cudaMalloc in the memory of devices[k]. Returns
 // k slices, slice k = {devices[k], data, range k}, in order. The caller's current device is the
 // same after the call as before it. Throws std::invalid_argument when `devices` is empty, and
-// course::ApiError when a device does not exist, after freeing whatever it had allocated.
+// course::ApiError when a device does not exist (or a cudaMalloc fails), after freeing whatever
+// it had allocated and making the caller's device current again.
 std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices);
 
 // Frees every slice's memory (each on its own device) and empties `slices`. The caller's current
-// device is the same after the call as before it.
+// device is the same after the call as before it. An empty list: nothing to do, no CUDA call.
+// Throws course::ApiError if a CUDA call fails (a slice with a device that does not exist).
 void free_slices(std::vector<Slice>& slices);
 
 // ---- Task 2: one host thread, many devices ---------------------------------------------------
@@ -57,7 +74,9 @@ using DeviceWork = std::function<void(int worker, int device, cudaStream_t strea
 // creates a stream on it and calls work(k, devices[k], stream); only once every worker has its
 // work does it wait for the streams, then destroys them. The workers therefore run at the same
 // time. An empty list does nothing. Returns when all the work is done; the caller's current
-// device is the same after the call as before it.
+// device is the same after the call as before it. If `work` or a CUDA call throws (a device that
+// does not exist: course::ApiError), the streams made so far are destroyed, the caller's device is
+// current again, and the exception goes on to the caller.
 void run_on_all_devices(std::span<const int> devices, const DeviceWork& work);
 
 // output[k].data[i] = factor * input[k].data[i] for every slice k and every i < its size, slice
@@ -74,7 +93,8 @@ void scale_slices(std::span<const Slice> input, std::span<const Slice> output, f
 // time and are all joined before the call returns, so it returns when all the work is done. If
 // a worker throws (in `work` or in a CUDA call), the call still joins every worker and then
 // rethrows the exception of the lowest-numbered failing worker to the caller, whichever failed
-// first. An empty list does nothing.
+// first. A device that does not exist fails its own worker (course::ApiError from cudaSetDevice),
+// and that exception reaches the caller like any other. An empty list does nothing.
 void run_one_thread_per_device(std::span<const int> devices, const DeviceWork& work);
 
 // ---- Task 4: a device guard of your own -----------------------------------------------------

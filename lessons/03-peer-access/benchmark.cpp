@@ -10,7 +10,11 @@
 // whether a peer link is NVLink or PCIe, nor how wide (nvidia-smi topo -m and nvidia-smi nvlink -s
 // do). On the course's 4-GPU H200 host, the reference solution's targets get PASS or BELOW.
 // GB = 10^9 bytes everywhere. Run: meson test -C build --benchmark --suite 03-peer-access, or
-// build/tests/bench-03 (yours), build/tests/solution-bench-03 (the reference).
+// build/tests/bench-03 (yours).
+// instructor-only
+// build/tests/solution-bench-03 runs it on the reference solution (and is what Meson's benchmark
+// runs in the full course).
+// /instructor-only
 #include <cuda_runtime.h>
 
 #include <algorithm>

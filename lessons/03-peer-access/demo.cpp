@@ -6,7 +6,10 @@
 // between two GPUs with peer access on, off and with the staged path forced, reporting the path
 // each copy took, and lets a kernel on one GPU read the other's memory. A task not done yet
 // prints its NOT_IMPLEMENTED line and the demo goes on with the next one.
-// Run it as build/tests/demo-03 (yours) or build/tests/solution-demo-03 (the reference).
+// Run it as build/tests/demo-03.
+// instructor-only
+// build/tests/solution-demo-03 runs the reference solution.
+// /instructor-only
 #include <cuda_runtime.h>
 
 #include <chrono>

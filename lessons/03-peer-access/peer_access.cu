@@ -27,18 +27,12 @@ namespace lesson03 {
 // ---- Task 1 -------------------------------------------------------------------------------------
 
 PeerMatrix query_peer_matrix() {
-  // TODO(task 1): count the devices (cudaGetDeviceCount), size `links` n x n, and for every ordered
-  // pair from != to fill its PeerLink: cudaDeviceCanAccessPeer(&v, from, to), then
-  // cudaDeviceGetP2PAttribute(&v, attribute, from, to) for cudaDevP2PAttrPerformanceRank,
-  // cudaDevP2PAttrAccessSupported and cudaDevP2PAttrNativeAtomicSupported. Leave the diagonal alone
-  // (the attribute query rejects a device paired with itself). std::vector, never a fixed-size array.
+  // TODO(task 1): ask the runtime about every ordered pair of distinct devices.
   NOT_IMPLEMENTED("task 1");
 }
 
 void print_peer_matrix(std::ostream& out, const PeerMatrix& matrix) {
-  // TODO(task 1): the header line "GPU0 GPU1 ...", then per accessing device "GPU<from>" and one
-  // cell per column as the contract header spells them: X, -, P2P/r<rank>, P2P/r<rank>/A.
-  // std::setw and std::left line the columns up; save and restore out.flags().
+  // TODO(task 1): print the matrix as the contract header spells it, one row per accessing device.
   (void)out;
   (void)matrix;
   NOT_IMPLEMENTED("task 1");
@@ -47,33 +41,18 @@ void print_peer_matrix(std::ostream& out, const PeerMatrix& matrix) {
 // ---- Task 2 -------------------------------------------------------------------------------------
 
 PeerAccessState enable_peer_access_all() {
-  // TODO(task 2): for every device, make it current (course::DeviceGuard) and, for every other
-  // device it can access (cudaDeviceCanAccessPeer), call cudaDeviceEnablePeerAccess(peer, 0): it
-  // opens ONE direction, current device -> peer. cudaErrorPeerAccessAlreadyEnabled is an answer,
-  // not a failure: clear it with cudaGetLastError() (it is also the runtime's "last error"), and
-  // pass every other error to CUDA_CHECK. Return the record of what is enabled now.
+  // TODO(task 2): enable peer access for every ordered pair that allows it; return the record.
   NOT_IMPLEMENTED("task 2");
 }
 
 PeerAccessState disable_peer_access_all() {
-  // TODO(task 2): the mirror image with cudaDeviceDisablePeerAccess(peer), where
-  // cudaErrorPeerAccessNotEnabled is the answer to clear. Return an all-false record, n x n.
+  // TODO(task 2): disable peer access for every ordered pair; return an all-false record.
   NOT_IMPLEMENTED("task 2");
 }
 
 // ---- Task 3 -------------------------------------------------------------------------------------
 
-// TODO(task 3): decide the path (options.force_staged, peer_access.both_ways), then copy:
-//  - direct: cudaMemcpyPeerAsync on a course::Stream of the source device, then synchronize;
-//  - staged: two pinned slots of one chunk each (options.staging, or a course::PinnedBuffer you
-//    allocate), a stream on the source device for device-to-host copies and one on the destination
-//    device for host-to-device copies, and events to order them: chunk k's host-to-device copy waits
-//    for its device-to-host copy (cudaStreamWaitEvent works across devices), and slot k % 2 may only
-//    be refilled once chunk k-2 has left it. An event is recorded on a stream of its own device:
-//    "filled" events on the source device, "drained" ones on the destination. The last chunk is
-//    usually shorter. Never stage through pageable memory (std::vector): copies from and to it are
-//    neither asynchronous nor fast.
-// Check the options first (std::invalid_argument), and return the path taken. Helpers go here too.
+// TODO(task 3): copy direct or staged (two pinned buffers, overlapped); return the path (helpers here).
 CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes,
                               const PeerAccessState& peer_access, const CopyOptions& options) {
   (void)dst;
@@ -88,12 +67,7 @@ CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int sr
 
 // ---- Task 4 -------------------------------------------------------------------------------------
 
-// TODO(task 4): write a __global__ kernel here that computes out[i] = local[i] + remote[i] for
-// i < n (a grid-stride loop, or enough blocks to cover n: round the block count UP), then launch it
-// below on device `a` (make it current with a course::DeviceGuard), check the launch with
-// CUDA_CHECK_LAUNCH() and wait for it. n may be 0: launch nothing then (0 blocks is an error).
-// `remote` lives on device b: the kernel dereferences it like any pointer, which works because
-// peer access a -> b is on (the caller's job, not yours).
+// TODO(task 4): a kernel for out[i] = local[i] + remote[i] here, launched on device `a` below.
 void add_peer_buffer(int a, float* out, const float* local, int b, const float* remote, std::size_t n) {
   (void)a;
   (void)out;
@@ -106,11 +80,7 @@ void add_peer_buffer(int a, float* out, const float* local, int b, const float* 
 
 // ---- Task 5 -------------------------------------------------------------------------------------
 
-// TODO(task 5): allocate a course::DeviceBuffer on each side, make a course::Stream on the source
-// device and time one cudaMemcpyPeerAsync with course::measure(device, stream, work,
-// options.warmup, options.repeats) (common/timer.h: events, warm-up, median; its own defaults
-// differ, and the tests check Measurement::repeats). Turn the course::Timing into a Measurement
-// with course::gigabytes_per_second (GB = 10^9 bytes). A helper for that conversion can go here.
+// TODO(task 5): time one peer copy with CUDA events; shared helpers can go here too.
 Measurement measure_one_way(int src_device, int dst_device, std::size_t bytes, const MeasureOptions& options) {
   (void)src_device;
   (void)dst_device;
@@ -120,10 +90,7 @@ Measurement measure_one_way(int src_device, int dst_device, std::size_t bytes, c
 }
 
 Measurement measure_both_ways(int a, int b, std::size_t bytes, const MeasureOptions& options) {
-  // TODO(task 5): one copy a -> b on a stream of a and one b -> a on a stream of b, at the same
-  // time. Time on a's stream: inside the timed work, record an event on a's stream that b's stream
-  // waits for (fork), enqueue both copies, record an event on b's stream that a's stream waits for
-  // (join). Two copies on ONE stream would run one after the other. One operation moves 2 * bytes.
+  // TODO(task 5): time a -> b and b -> a at the same time, each on a stream of its source.
   (void)a;
   (void)b;
   (void)bytes;
@@ -132,8 +99,7 @@ Measurement measure_both_ways(int a, int b, std::size_t bytes, const MeasureOpti
 }
 
 Measurement measure_latency(int src_device, int dst_device, const MeasureOptions& options) {
-  // TODO(task 5): like measure_one_way, but each timed run enqueues kLatencyCopies copies of
-  // kLatencyBytes; report the figures per copy.
+  // TODO(task 5): time kLatencyCopies tiny copies per run; report per copy.
   (void)src_device;
   (void)dst_device;
   (void)options;
@@ -142,9 +108,7 @@ Measurement measure_latency(int src_device, int dst_device, const MeasureOptions
 
 Measurement measure_staged(int src_device, int dst_device, std::size_t bytes, bool overlapped, std::size_t chunk_bytes,
                            const MeasureOptions& options) {
-  // TODO(task 5): allocate the device buffers and ONE course::PinnedBuffer of 2 * chunk_bytes, put
-  // it in a CopyOptions (force_staged, chunk_bytes, staging), and time with course::measure_host
-  // either copy_between_devices (overlapped) or copy_staged_serial (not overlapped).
+  // TODO(task 5): time the overlapped or the serial staged copy with the host clock.
   (void)src_device;
   (void)dst_device;
   (void)bytes;

@@ -42,7 +42,9 @@ std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices) 
       slices.push_back(slice);
     }
   } catch (...) {
-    for (const Slice& slice : slices) {  // give back what was allocated before the failure
+    // Give back what was allocated before the failure, with unchecked calls: cleanup must not
+    // throw (free_slices would: its CUDA_CHECK could replace the first error with its own).
+    for (const Slice& slice : slices) {
       (void)cudaSetDevice(slice.device);
       (void)cudaFree(slice.data);
     }
@@ -55,6 +57,7 @@ std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices) 
 
 void free_slices(std::vector<Slice>& slices) {
   // Task 1: each slice is freed with its own device current; then the caller gets its device back.
+  if (slices.empty()) return;  // nothing to free: no CUDA call (so none on a machine without a GPU)
   int caller = 0;
   CUDA_CHECK(cudaGetDevice(&caller));
   for (Slice& slice : slices) {
@@ -69,6 +72,7 @@ void free_slices(std::vector<Slice>& slices) {
 
 void run_on_all_devices(std::span<const int> devices, const DeviceWork& work) {
   // Task 2: launch on every worker's device first (each launch returns at once), then wait on each.
+  if (devices.empty()) return;  // no workers: no CUDA call (so none on a machine without a GPU)
   int caller = 0;
   CUDA_CHECK(cudaGetDevice(&caller));
   std::vector<cudaStream_t> streams;  // streams[k] is worker k's, on devices[k]

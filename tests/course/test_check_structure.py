@@ -80,8 +80,8 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         self.edit("tests/meson.build", "'student': 'device_enumeration.cpp'", "'student': 'extra.cpp'")
         self.assert_reported("but the grader takes 'device_enumeration.cpp'")
     def test_a_readme_pointing_at_a_wrong_line_is_reported(self):
-        self.edit(f"lessons/{LESSON}/README.md", "device_enumeration.cpp:26", "device_enumeration.cpp:27")
-        self.assert_reported("README.md points at device_enumeration.cpp:27")
+        self.edit(f"lessons/{LESSON}/README.md", "device_enumeration.cpp:23", "device_enumeration.cpp:24")
+        self.assert_reported("README.md points at device_enumeration.cpp:24")
 
 
 if __name__ == "__main__":

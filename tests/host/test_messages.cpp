@@ -29,16 +29,37 @@ TEST_CASE("NOT_IMPLEMENTED names the task, the function and the file:line", "[ho
   }
 }
 
+namespace {
+cudaError_t fails_with(cudaError_t error) {
+  return error;
+}
+}  // namespace
+
 TEST_CASE("CUDA_CHECK throws an ApiError naming the call, the place and the error", "[host][messages]") {
   try {
-    CUDA_CHECK(cudaErrorInvalidDevice);
+    CUDA_CHECK(fails_with(cudaErrorInvalidDevice));
     FAIL("CUDA_CHECK did not throw");
   } catch (const course::ApiError& e) {
     CHECK(e.library() == "CUDA");
     CHECK(e.code() == static_cast<int>(cudaErrorInvalidDevice));
     const std::string message = e.what();
-    CHECK_THAT(message, StartsWith("cudaErrorInvalidDevice failed at tests/host/test_messages.cpp:"));
+    CHECK_THAT(message, StartsWith("fails_with(cudaErrorInvalidDevice) failed at tests/host/test_messages.cpp:"));
     CHECK_THAT(message, ContainsSubstring(": cudaErrorInvalidDevice: invalid device ordinal"));
+  }
+}
+
+TEST_CASE("CUDA_CHECK of a result kept in a variable names the variable, not a call", "[host][messages]") {
+  // `const cudaError_t error = cudaDeviceEnablePeerAccess(...); if (...) CUDA_CHECK(error);` once
+  // read "error failed at ...", as if a function named error had failed.
+  const cudaError_t error = cudaErrorPeerAccessUnsupported;
+  try {
+    CUDA_CHECK(error);
+    FAIL("CUDA_CHECK did not throw");
+  } catch (const course::ApiError& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, StartsWith("a CUDA call failed (its result, kept in `error`, checked at "
+                                   "tests/host/test_messages.cpp:"));
+    CHECK_THAT(message, ContainsSubstring("): cudaErrorPeerAccessUnsupported: "));
   }
 }
 
