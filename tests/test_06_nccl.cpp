@@ -176,6 +176,11 @@ int env_int(const char* name, int fallback) {
   return value != nullptr ? std::atoi(value) : fallback;
 }
 
+const char* env_text(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : fallback;
+}
+
 std::vector<float> rank_input(int rank, std::size_t count, std::uint64_t seed) {
   return course::random_small_integers(count, course::mix_seed(seed, 600 + static_cast<std::uint64_t>(rank)));
 }
@@ -239,7 +244,7 @@ void check_sums(const course::testing::RankLaunch& launch, int nranks, std::size
 TEST_CASE(kRankCase, "[.][06-nccl-rank]") {
   const course::testing::RankContext context = course::testing::rank_context();
   const auto count = static_cast<std::size_t>(env_int("COURSE_RANK_COUNT", 1000));
-  const auto seed = static_cast<std::uint64_t>(std::strtoull(std::getenv("COURSE_RANK_SEED"), nullptr, 10));
+  const auto seed = static_cast<std::uint64_t>(std::strtoull(env_text("COURSE_RANK_SEED", "1"), nullptr, 10));
   const ncclUniqueId id = course::testing::share_unique_id(context, 60s);
   const std::vector<float> input = rank_input(context.rank, count, seed);
   std::vector<float> sum;
@@ -253,7 +258,7 @@ TEST_CASE(kRankCase, "[.][06-nccl-rank]") {
 TEST_CASE(kTimeoutRankCase, "[.][06-nccl-rank]") {
   const course::testing::RankContext context = course::testing::rank_context();
   const auto count = static_cast<std::size_t>(env_int("COURSE_RANK_COUNT", 1000));
-  const auto seed = static_cast<std::uint64_t>(std::strtoull(std::getenv("COURSE_RANK_SEED"), nullptr, 10));
+  const auto seed = static_cast<std::uint64_t>(std::strtoull(env_text("COURSE_RANK_SEED", "1"), nullptr, 10));
   const std::chrono::milliseconds timeout(env_int("COURSE_RANK_TIMEOUT_MS", 5000));
   const ncclUniqueId id = course::testing::share_unique_id(context, 60s);
   const std::vector<float> input = rank_input(context.rank, count, seed);
@@ -353,8 +358,10 @@ TEST_CASE("all-reduce sums and averages every rank's buffer in place and out of 
           std::vector<float> expected(n, 0.0f);
           for (const auto& v : values)
             for (std::size_t i = 0; i < n; ++i) expected[i] += v[i];
-          // Sums of small integers are exact; the mean divides by g, which rounds once: 1e-6 relative.
-          const double tolerance = op == ncclAvg ? 1e-6 : 0.0;
+          // Sums of small integers are exact. The mean is not: NCCL may scale each input by 1/g before
+          // adding, so each of the g terms can be off by a few units in the last place of 8 (the largest
+          // input, 2^-21 = 5e-7): 2e-6 * g relative to max(1, |mean|) allows that and no real mistake.
+          const double tolerance = op == ncclAvg ? 2e-6 * g : 0.0;
           if (op == ncclAvg)
             for (float& e : expected) e = static_cast<float>(static_cast<double>(e) / g);
           RankBuffers send(devices, n), recv(devices, n);
@@ -718,7 +725,9 @@ TEST_CASE("with every rank present the non-blocking rank returns the sum", "[06-
 namespace {
 
 // The rank that is started waits for one that is not (or dies): it must give up, not hang.
-void check_gives_up(const course::testing::RankLaunch& launch, int survivor, long timeout_ms) {
+// A peer that never joins cannot make NCCL report anything: the rank must wait about its timeout.
+// A peer that dies may be noticed earlier (a closed connection): then any time up to the timeout.
+void check_gives_up(const course::testing::RankLaunch& launch, int survivor, long timeout_ms, bool may_end_early) {
   const auto& rank = launch.ranks[survivor];
   INFO("rank " << survivor << " (exit code " << rank.exit_code << (rank.killed ? ", killed at the time limit" : "")
                << ") wrote:\n"
@@ -734,7 +743,7 @@ void check_gives_up(const course::testing::RankLaunch& launch, int survivor, lon
   INFO("gave up after " << elapsed << " ms with a timeout of " << timeout_ms
                         << " ms: much earlier means an ncclInProgress taken for an error; much later, a wait that "
                            "does not look at the deadline");
-  CHECK(elapsed >= timeout_ms * 8 / 10);
+  if (!may_end_early) CHECK(elapsed >= timeout_ms * 8 / 10);
   CHECK(elapsed <= timeout_ms + 15000);  // ncclCommAbort may take a few seconds to stop NCCL's threads
 }
 
@@ -748,7 +757,7 @@ TEST_CASE("a rank whose peer never joins gives up within its timeout and says wh
   env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
   // Two ranks asked for, one started: rank 0 makes the id and waits for rank 1, who never comes.
   const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 1, 2, env, 90s);
-  check_gives_up(launch, 0, timeout_ms);
+  check_gives_up(launch, 0, timeout_ms, false);
 }
 
 TEST_CASE("a rank whose peer dies after joining gives up within its timeout and says why",
@@ -761,7 +770,7 @@ TEST_CASE("a rank whose peer dies after joining gives up within its timeout and 
   const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s);
   INFO("rank 1 wrote: " << launch.ranks[1].output);
   CHECK(launch.ranks[1].output.find("died after joining") != std::string::npos);
-  check_gives_up(launch, 0, timeout_ms);
+  check_gives_up(launch, 0, timeout_ms, true);
 }
 
 TEST_CASE("a timeout that is not positive and a rank outside the job are rejected before any NCCL call",

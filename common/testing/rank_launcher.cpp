@@ -5,6 +5,7 @@
 // program per rank, one process group, one deadline for all, and nothing left running after.
 #include "rank_launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -21,6 +22,8 @@
 #include <thread>
 
 #include "../check.h"
+
+extern char** environ;
 
 namespace course::testing {
 namespace {
@@ -71,6 +74,29 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
   for (int rank = 0; rank < started; ++rank) {
     const std::string out = (dir / ("rank-" + std::to_string(rank) + ".out")).string();
     const std::string log = (dir / ("rank-" + std::to_string(rank) + ".log")).string();
+    // Everything the child needs is made before fork: between fork and exec a threaded program
+    // may call only async-signal-safe functions (no malloc, no setenv).
+    std::map<std::string, std::string> variables;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      const std::string text(*entry);
+      const std::size_t equals = text.find('=');
+      if (equals != std::string::npos) variables[text.substr(0, equals)] = text.substr(equals + 1);
+    }
+    for (const auto& [name, value] : env) variables[name] = value;
+    if (const auto extra = rank_env.find(rank); extra != rank_env.end())
+      for (const auto& [name, value] : extra->second) variables[name] = value;
+    variables["COURSE_RANK"] = std::to_string(rank);
+    variables["COURSE_NRANKS"] = std::to_string(nranks);
+    variables["COURSE_RANK_DIR"] = dir.string();
+    variables["COURSE_CHILD_OUTPUT"] = out;
+    std::vector<std::string> entries;
+    for (const auto& [name, value] : variables) entries.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (std::string& e : entries) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string arg0 = self, arg1 = case_name, arg2 = "--reporter", arg3 = "compact";
+    char* argv[] = {arg0.data(), arg1.data(), arg2.data(), arg3.data(), nullptr};
+
     const pid_t pid = fork();
     if (pid < 0) {
       kill_group();
@@ -79,24 +105,15 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
       throw std::runtime_error(std::string("launch_ranks: fork failed: ") + std::strerror(errno));
     }
     if (pid == 0) {
-      // The child: only async-signal-safe calls would be strictly proper after fork in a threaded
-      // program; setenv and open are what every launcher does here, before exec replaces us.
       (void)setpgid(0, group);
-      (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher's process dies: so do the ranks
-      std::FILE* log_file = std::fopen(log.c_str(), "w");
-      if (log_file != nullptr) {
-        (void)dup2(fileno(log_file), STDOUT_FILENO);
-        (void)dup2(fileno(log_file), STDERR_FILENO);
+      (void)prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher's thread dies: so do the ranks
+      const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (log_fd >= 0) {
+        (void)dup2(log_fd, STDOUT_FILENO);
+        (void)dup2(log_fd, STDERR_FILENO);
       }
-      for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-      if (const auto extra = rank_env.find(rank); extra != rank_env.end())
-        for (const auto& [name, value] : extra->second) setenv(name.c_str(), value.c_str(), 1);
-      setenv("COURSE_RANK", std::to_string(rank).c_str(), 1);
-      setenv("COURSE_NRANKS", std::to_string(nranks).c_str(), 1);
-      setenv("COURSE_RANK_DIR", dir.c_str(), 1);
-      setenv("COURSE_CHILD_OUTPUT", out.c_str(), 1);
-      execl(self.c_str(), self.c_str(), case_name.c_str(), "--reporter", "compact", static_cast<char*>(nullptr));
-      std::_Exit(127);
+      execve(argv[0], argv, envp.data());
+      _exit(127);
     }
     if (group == 0) group = pid;
     (void)setpgid(pid, group);  // also from here: whichever runs first, the child is in the group

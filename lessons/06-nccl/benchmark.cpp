@@ -143,7 +143,7 @@ int main() {
     for (const int d : r.devices) {
       r.streams.emplace_back(d);
       r.send.emplace_back(d, largest);
-      r.recv.emplace_back(d, largest * (count > 1 ? 1 : 1));
+      r.recv.emplace_back(d, largest);
       const course::DeviceGuard on_device(d);
       CUDA_CHECK(cudaMemset(r.send.back().data(), 0x3C, largest));  // floats of 0.0115, not zeros
     }

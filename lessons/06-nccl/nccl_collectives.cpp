@@ -203,7 +203,9 @@ std::vector<float> rank_all_reduce(int rank, int nranks, const ncclUniqueId& id,
 // `device` current. A non-blocking communicator: ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 // config.blocking = 0; ncclCommInitRankConfig may return ncclInProgress. Then poll, never block:
 // ncclCommGetAsyncError until it says ncclSuccess (ready), an error, or the deadline passed; the
-// same after ncclAllReduce; cudaStreamQuery plus ncclCommGetAsyncError for the stream. On an error
+// same after ncclAllReduce; cudaStreamQuery plus ncclCommGetAsyncError for the stream (copy the
+// result into pinned memory, course::PinnedBuffer: a copy into pageable memory blocks until the
+// all-reduce is done). On an error
 // or the deadline: ncclCommAbort, and a RankOutcome with ok = false and an error naming what it
 // waited for ("timed out after 5000 ms waiting for every rank to join"). On success:
 // ncclCommFinalize (poll it too), ncclCommDestroy. Helpers go here.

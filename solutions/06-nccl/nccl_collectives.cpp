@@ -345,7 +345,8 @@ RankOutcome rank_all_reduce_with_timeout(int rank, int nranks, const ncclUniqueI
 
   const course::Stream stream(device);
   const course::DeviceBuffer<float> buffer(device, input.size());
-  std::vector<float> sum(input.size());
+  // Pinned: a copy into pageable memory would block this thread until the all-reduce ends, deadline or not.
+  const course::PinnedBuffer<float> sum(input.size());
   if (!input.empty()) {
     CUDA_CHECK(cudaMemcpyAsync(buffer.data(), input.data(), buffer.bytes(), cudaMemcpyHostToDevice, stream));
     if (const ncclResult_t r =
@@ -364,9 +365,10 @@ RankOutcome rank_all_reduce_with_timeout(int rank, int nranks, const ncclUniqueI
     return give_up(std::string("ncclCommFinalize failed: ") + ncclGetErrorString(r));
   if (std::string why = wait_for_communicator(comm, deadline, timeout, "the communicator to finalize"); !why.empty())
     return give_up(why);
-  NCCL_CHECK(ncclCommDestroy(comm));
+  if (const ncclResult_t r = ncclCommDestroy(comm); r != ncclSuccess && r != ncclInProgress)
+    return give_up(std::string("ncclCommDestroy failed: ") + ncclGetErrorString(r));
   outcome.ok = true;
-  outcome.sum = std::move(sum);
+  outcome.sum.assign(sum.data(), sum.data() + sum.size());
   return outcome;
 }
 
