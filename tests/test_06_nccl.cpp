@@ -416,6 +416,35 @@ TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-ncc
   }
 }
 
+TEST_CASE("child: all-reduce behind a stream held for good", "[.][06-nccl-child]") {
+  const std::vector<int> devices = {0};
+  const Communicators c(devices);
+  const std::size_t n = 4096;
+  RankBuffers data(devices, n);
+  data.fill(0, course::random_small_integers(n, 360));
+  all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);  // loads the kernels
+  StreamGate gate(c.stream_handles[0]);  // never opened while the call runs
+  run_with_watchdog("all_reduce on a stream that never runs", std::chrono::seconds(3), kGroupHint,
+                    [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
+  course::testing::write_child_output("returned\n");
+}
+
+TEST_CASE("a collective that never finishes ends under the watchdog with a message naming the group call",
+          "[06-nccl][task:2][gpus:1][points:1]") {
+  require_gpus(1);
+  // In a child process: the watchdog ends the whole program, as it would end a deadlocked one.
+  const auto child = course::testing::run_child_case("child: all-reduce behind a stream held for good", {}, 90s);
+  INFO("the child (exit code " << child.exit_code << ") wrote: " << child.output << "\nits log:\n"
+                               << last_lines(child.log));
+  INFO(
+      "all_reduce must wait for its stream: here that stream never runs, so the call must still be waiting "
+      "when the watchdog ends the program after 3 s");
+  CHECK(child.output.find("returned") == std::string::npos);
+  CHECK(child.exit_code == course::testing::kWatchdogExitCode);
+  CHECK(child.log.find("WATCHDOG: all_reduce on a stream that never runs did not finish") != std::string::npos);
+  CHECK(child.log.find("ncclGroupStart()/ncclGroupEnd()") != std::string::npos);
+}
+
 TEST_CASE("the all-reduce of every device from one thread finishes: one group call around the ranks",
           "[06-nccl][task:2][gpus:2][points:2]") {
   const int count = require_gpus(2);
