@@ -8,13 +8,15 @@
 // nccl-tests' own figure for the same GPU count (measured on the course's H200 hosts), with a
 // PASS/FAIL line at 64 MiB and above (within 5%). On one GPU the multi-GPU figures are not
 // measured; what one rank can show is checked instead: an out-of-place one-rank all-reduce is a
-// device-to-device copy and should run as fast as cudaMemcpy does.
+// device-to-device copy and should run as fast as cudaMemcpy does. It also times lesson 04's split
+// sum combined on the host against the same sum finished by one all-reduce (task 2).
 // Run it with: meson test -C build --benchmark --suite 06-nccl --verbose
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -25,6 +27,7 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
+#include "common/partition.h"
 #include "nccl_collectives.h"
 
 using lesson06::Collective;
@@ -125,6 +128,63 @@ int iterations_for(std::size_t bytes) {
   return bytes >= 64 * kMiB ? 20 : bytes >= kMiB ? 50 : 200;
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Lesson 04's combine against task 2's: the same slices summed by the same (given) kernel, the
+// partials then added on the host (copy each back, wait for each stream) or by one all-reduce of
+// one double (your split_sum). Median of 20 calls, each timed as its caller waits for it.
+void compare_combines(Ranks& r, std::size_t n) {
+  const int ranks = static_cast<int>(r.comms.size());
+  std::vector<course::DeviceBuffer<double>> totals;
+  std::vector<double*> total_pointers;
+  std::vector<const float*> slices;
+  course::PinnedBuffer<double> host_partials(static_cast<std::size_t>(ranks));
+  for (int k = 0; k < ranks; ++k) {
+    totals.emplace_back(r.devices[k], 1);
+    total_pointers.push_back(totals.back().data());
+    slices.push_back(reinterpret_cast<const float*>(r.send[k].data()));  // n / ranks + 1 floats fit in 1 GiB
+  }
+  std::vector<cudaStream_t> handles;
+  for (auto& s : r.streams) handles.push_back(s.get());
+  auto host_combine = [&] {
+    double total = 0;
+    for (int k = 0; k < ranks; ++k) {
+      const course::DeviceGuard on_device(r.devices[k]);
+      const std::size_t length = course::split_range(n, ranks, k).size();
+      lesson06::enqueue_partial_sum(slices[k], length, totals[k].data(), r.streams[k]);
+      CUDA_CHECK(cudaMemcpyAsync(host_partials.data() + k, totals[k].data(), sizeof(double), cudaMemcpyDeviceToHost,
+                                 r.streams[k]));
+    }
+    for (int k = 0; k < ranks; ++k) {
+      r.streams[k].synchronize();
+      total += host_partials[k];
+    }
+    return total;
+  };
+  auto nccl_combine = [&] { return lesson06::split_sum(r.comms, handles, slices, n, total_pointers); };
+  std::vector<double> host_ms, nccl_ms;
+  for (int i = 0; i < 23; ++i) {
+    auto begin = std::chrono::steady_clock::now();
+    const double a = host_combine();
+    const double host = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    begin = std::chrono::steady_clock::now();
+    const double b = nccl_combine();
+    const double nccl = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    if (std::abs(a - b) > 1e-12 * std::abs(a)) std::printf("  the two combines disagree: %.17g and %.17g\n", a, b);
+    if (i >= 3) {  // the first calls warm up
+      host_ms.push_back(host);
+      nccl_ms.push_back(nccl);
+    }
+  }
+  std::printf(
+      "  %11zu floats on %d rank%s: host combine (lesson 04) %8.3f ms   all-reduce of one double (task 2) "
+      "%8.3f ms  (median of 20)\n",
+      n, ranks, ranks == 1 ? "" : "s", median(host_ms), median(nccl_ms));
+}
+
 }  // namespace
 
 int main() {
@@ -192,6 +252,9 @@ int main() {
       std::printf("  all-reduce 512 KiB: %.1f us, reference about %.0f us (shown, not graded)\n", small_us,
                   kSmallLatencyUs.at(count));
     }
+
+    std::printf("\nLesson 04's split sum, combined on the host or by one NCCL all-reduce (same slices, same kernel)\n");
+    for (const std::size_t n : {std::size_t{1} << 20, std::size_t{30'000'000}}) compare_combines(r, n);
 
     // What one rank can show: an out-of-place all-reduce of one rank is a copy on the device.
     if (count == 1) {
