@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 06 benchmark, measured the way nccl-tests measures: your communicators (task 1), NCCL's
+// collectives called directly, out of place, sizes from 8 B to 1 GiB, a warm-up, then many
+// iterations enqueued back to back on every rank's stream and one wait; the time per iteration
+// gives algbw and your task-6 busbw. Each busbw is printed beside the link's line rate and beside
+// nccl-tests' own figure for the same GPU count (measured on the course's H200 hosts), with a
+// PASS/FAIL line at 64 MiB and above (within 5%). On one GPU the multi-GPU figures are not
+// measured; what one rank can show is checked instead: an out-of-place one-rank all-reduce is a
+// device-to-device copy and should run as fast as cudaMemcpy does. It also times lesson 04's split
+// sum combined on the host against the same sum finished by one all-reduce (task 2).
+// Run it with: meson test -C build --benchmark --suite 06-nccl --verbose
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/check.h"
+#include "common/device_guard.h"
+#include "common/partition.h"
+#include "nccl_collectives.h"
+
+using lesson06::Collective;
+
+namespace {
+
+constexpr double kNvlinkLineRate = 450.0;  // GB/s per direction (H100/H200 NVLink 4, 18 links)
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// nccl-tests 2.19 busbw in GB/s (NCCL 2.28, NVLS off, out of place) by GPU count and size.
+struct Reference {
+  Collective collective;
+  std::size_t bytes;
+  double busbw;
+};
+const std::map<int, std::vector<Reference>> kReferences = {
+    {2,
+     {{Collective::all_reduce, 8 * kMiB, 168},
+      {Collective::all_reduce, 32 * kMiB, 238},
+      {Collective::all_reduce, 128 * kMiB, 285},
+      {Collective::all_reduce, 512 * kMiB, 313.8},
+      {Collective::all_gather, 512 * kMiB, 256},
+      {Collective::reduce_scatter, 512 * kMiB, 254},
+      {Collective::broadcast, 512 * kMiB, 362}}},
+    {4,
+     {{Collective::all_reduce, 8 * kMiB, 201},
+      {Collective::all_reduce, 32 * kMiB, 290},
+      {Collective::all_reduce, 128 * kMiB, 328},
+      {Collective::all_reduce, 512 * kMiB, 348.8},
+      {Collective::all_gather, 256 * kMiB, 304},
+      {Collective::reduce_scatter, 256 * kMiB, 304},
+      {Collective::broadcast, 256 * kMiB, 351}}},
+};
+const std::map<int, double> kSmallLatencyUs = {{2, 20}, {4, 28}};  // all-reduce up to 512 KiB
+
+struct Ranks {
+  std::vector<int> devices;
+  std::vector<ncclComm_t> comms;
+  std::vector<course::Stream> streams;
+  std::vector<course::DeviceBuffer<char>> send, recv;
+};
+
+// Seconds per iteration of one collective of `bytes` (nccl-tests' size) on every rank.
+double time_collective(Ranks& r, Collective collective, std::size_t bytes, int warmup, int iterations) {
+  const int n = static_cast<int>(r.comms.size());
+  const std::size_t floats = bytes / sizeof(float);
+  // All-gather and reduce-scatter: `bytes` is the whole buffer, each rank's part is 1/n of it.
+  const std::size_t part = floats / static_cast<std::size_t>(n);
+  auto enqueue = [&] {
+    NCCL_CHECK(ncclGroupStart());
+    for (int k = 0; k < n; ++k) {
+      const course::DeviceGuard on_device(r.devices[k]);
+      char* s = r.send[k].data();
+      char* d = r.recv[k].data();
+      switch (collective) {
+        case Collective::all_reduce:
+          NCCL_CHECK(ncclAllReduce(s, d, floats, ncclFloat, ncclSum, r.comms[k], r.streams[k]));
+          break;
+        case Collective::broadcast:
+          NCCL_CHECK(ncclBroadcast(s, d, floats, ncclFloat, 0, r.comms[k], r.streams[k]));
+          break;
+        case Collective::reduce:
+          NCCL_CHECK(ncclReduce(s, d, floats, ncclFloat, ncclSum, 0, r.comms[k], r.streams[k]));
+          break;
+        case Collective::all_gather:
+          NCCL_CHECK(ncclAllGather(s, d, part, ncclFloat, r.comms[k], r.streams[k]));
+          break;
+        case Collective::reduce_scatter:
+          NCCL_CHECK(ncclReduceScatter(s, d, part, ncclFloat, ncclSum, r.comms[k], r.streams[k]));
+          break;
+      }
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  };
+  auto wait = [&] {
+    for (auto& s : r.streams) s.synchronize();
+  };
+  for (int i = 0; i < warmup; ++i) enqueue();
+  wait();
+  const auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) enqueue();
+  wait();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / iterations;
+}
+
+std::string size_label(std::size_t bytes) {
+  char text[32];
+  if (bytes >= kMiB)
+    std::snprintf(text, sizeof text, "%zu MiB", bytes / kMiB);
+  else if (bytes >= 1024)
+    std::snprintf(text, sizeof text, "%zu KiB", bytes / 1024);
+  else
+    std::snprintf(text, sizeof text, "%zu B", bytes);
+  return text;
+}
+
+int iterations_for(std::size_t bytes) {
+  return bytes >= 64 * kMiB ? 20 : bytes >= kMiB ? 50 : 200;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Lesson 04's combine against task 2's: the same slices summed by the same (given) kernel, the
+// partials then added on the host (copy each back, wait for each stream) or by one all-reduce of
+// one double (your split_sum). Median of 20 calls, each timed as its caller waits for it.
+void compare_combines(Ranks& r, std::size_t n) {
+  const int ranks = static_cast<int>(r.comms.size());
+  std::vector<course::DeviceBuffer<double>> totals;
+  std::vector<double*> total_pointers;
+  std::vector<const float*> slices;
+  course::PinnedBuffer<double> host_partials(static_cast<std::size_t>(ranks));
+  for (int k = 0; k < ranks; ++k) {
+    totals.emplace_back(r.devices[k], 1);
+    total_pointers.push_back(totals.back().data());
+    slices.push_back(reinterpret_cast<const float*>(r.send[k].data()));  // n / ranks + 1 floats fit in 1 GiB
+  }
+  std::vector<cudaStream_t> handles;
+  for (auto& s : r.streams) handles.push_back(s.get());
+  auto host_combine = [&] {
+    double total = 0;
+    for (int k = 0; k < ranks; ++k) {
+      const course::DeviceGuard on_device(r.devices[k]);
+      const std::size_t length = course::split_range(n, ranks, k).size();
+      lesson06::enqueue_partial_sum(slices[k], length, totals[k].data(), r.streams[k]);
+      CUDA_CHECK(cudaMemcpyAsync(host_partials.data() + k, totals[k].data(), sizeof(double), cudaMemcpyDeviceToHost,
+                                 r.streams[k]));
+    }
+    for (int k = 0; k < ranks; ++k) {
+      r.streams[k].synchronize();
+      total += host_partials[k];
+    }
+    return total;
+  };
+  auto nccl_combine = [&] { return lesson06::split_sum(r.comms, handles, slices, n, total_pointers); };
+  std::vector<double> host_ms, nccl_ms;
+  for (int i = 0; i < 23; ++i) {
+    auto begin = std::chrono::steady_clock::now();
+    const double a = host_combine();
+    const double host = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    begin = std::chrono::steady_clock::now();
+    const double b = nccl_combine();
+    const double nccl = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    if (std::abs(a - b) > 1e-12 * std::abs(a)) std::printf("  the two combines disagree: %.17g and %.17g\n", a, b);
+    if (i >= 3) {  // the first calls warm up
+      host_ms.push_back(host);
+      nccl_ms.push_back(nccl);
+    }
+  }
+  std::printf(
+      "  %11zu floats on %d rank%s: host combine (lesson 04) %8.3f ms   all-reduce of one double (task 2) "
+      "%8.3f ms  (median of 20)\n",
+      n, ranks, ranks == 1 ? "" : "s", median(host_ms), median(nccl_ms));
+}
+
+}  // namespace
+
+int main() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    std::printf("Lesson 06 benchmark: no GPU visible; nothing measured.\n");
+    return 0;
+  }
+  int failures = 0;
+  try {
+    Ranks r;
+    for (int d = 0; d < count; ++d) r.devices.push_back(d);
+    r.comms = lesson06::make_communicators(r.devices);
+    const std::size_t largest = std::size_t{1} << 30;
+    for (const int d : r.devices) {
+      r.streams.emplace_back(d);
+      r.send.emplace_back(d, largest);
+      r.recv.emplace_back(d, largest);
+      const course::DeviceGuard on_device(d);
+      CUDA_CHECK(cudaMemset(r.send.back().data(), 0x3C, largest));  // floats of 0.0115, not zeros
+    }
+    std::printf(
+        "Lesson 06 benchmark: %d rank%s, one per GPU; out of place; GB = 10^9 bytes; NVLink line rate %.0f "
+        "GB/s per direction.\n\n",
+        count, count == 1 ? "" : "s", kNvlinkLineRate);
+    std::printf("all-reduce (float, sum)\n%10s %12s %12s %12s %10s\n", "size", "time (us)", "algbw (GB/s)",
+                "busbw (GB/s)", "of line");
+    std::map<std::pair<Collective, std::size_t>, double> measured;
+    for (std::size_t bytes = 8; bytes <= largest; bytes *= 2) {
+      const double seconds = time_collective(r, Collective::all_reduce, bytes, 5, iterations_for(bytes));
+      const double algbw = lesson06::algbw_gb_per_s(bytes, seconds);
+      const double busbw = lesson06::busbw_gb_per_s(Collective::all_reduce, bytes, seconds, count);
+      measured[{Collective::all_reduce, bytes}] = busbw;
+      std::printf("%10s %12.1f %12.1f %12.1f %9.0f%%\n", size_label(bytes).c_str(), seconds * 1e6, algbw, busbw,
+                  100 * busbw / kNvlinkLineRate);
+    }
+    for (const Collective c : {Collective::all_gather, Collective::reduce_scatter, Collective::broadcast})
+      for (const std::size_t bytes : {8 * kMiB, 32 * kMiB, 128 * kMiB, 256 * kMiB, 512 * kMiB}) {
+        const double seconds = time_collective(r, c, bytes, 5, iterations_for(bytes));
+        measured[{c, bytes}] = lesson06::busbw_gb_per_s(c, bytes, seconds, count);
+      }
+    std::printf("\nall-gather, reduce-scatter, broadcast busbw (GB/s)\n%10s %12s %14s %12s\n", "size", "all-gather",
+                "reduce-scatter", "broadcast");
+    for (const std::size_t bytes : {8 * kMiB, 32 * kMiB, 128 * kMiB, 256 * kMiB, 512 * kMiB})
+      std::printf("%10s %12.1f %14.1f %12.1f\n", size_label(bytes).c_str(), measured[{Collective::all_gather, bytes}],
+                  measured[{Collective::reduce_scatter, bytes}], measured[{Collective::broadcast, bytes}]);
+
+    std::printf("\nAgainst nccl-tests on the course's hosts (busbw, GB/s; PASS within 5%% at 64 MiB and above)\n");
+    if (count == 1) {
+      std::printf("  multi-GPU figures: not measured (needs 2 distinct GPUs, found 1)\n");
+    } else if (kReferences.count(count) == 0) {
+      std::printf("  no reference figures for %d GPUs (the issue gives 2 and 4)\n", count);
+    } else {
+      for (const Reference& ref : kReferences.at(count)) {
+        const double got = measured[{ref.collective, ref.bytes}];
+        const bool graded = ref.bytes >= 64 * kMiB;
+        const bool pass = got >= 0.95 * ref.busbw;
+        if (graded && !pass) ++failures;
+        std::printf("  %-15s %8s  %7.1f  reference %7.1f  line %5.0f  %s\n", lesson06::to_string(ref.collective),
+                    size_label(ref.bytes).c_str(), got, ref.busbw, kNvlinkLineRate,
+                    graded ? (pass ? "PASS" : "FAIL") : "(shown, not graded below 64 MiB)");
+      }
+      const double small_us = time_collective(r, Collective::all_reduce, 512 * 1024, 5, 200) * 1e6;
+      std::printf("  all-reduce 512 KiB: %.1f us, reference about %.0f us (shown, not graded)\n", small_us,
+                  kSmallLatencyUs.at(count));
+    }
+
+    std::printf("\nLesson 04's split sum, combined on the host or by one NCCL all-reduce (same slices, same kernel)\n");
+    for (const std::size_t n : {std::size_t{1} << 20, std::size_t{30'000'000}}) compare_combines(r, n);
+
+    // What one rank can show: an out-of-place all-reduce of one rank is a copy on the device.
+    if (count == 1) {
+      std::printf("\nOne rank: the out-of-place all-reduce against cudaMemcpyDeviceToDevice of the same bytes\n");
+      for (const std::size_t bytes : {64 * kMiB, 256 * kMiB, 1024 * kMiB}) {
+        const double nccl_s = time_collective(r, Collective::all_reduce, bytes, 5, 20);
+        r.streams[0].synchronize();
+        for (int i = 0; i < 5; ++i)
+          CUDA_CHECK(
+              cudaMemcpyAsync(r.recv[0].data(), r.send[0].data(), bytes, cudaMemcpyDeviceToDevice, r.streams[0]));
+        r.streams[0].synchronize();
+        const auto begin = std::chrono::steady_clock::now();
+        for (int i = 0; i < 20; ++i)
+          CUDA_CHECK(
+              cudaMemcpyAsync(r.recv[0].data(), r.send[0].data(), bytes, cudaMemcpyDeviceToDevice, r.streams[0]));
+        r.streams[0].synchronize();
+        const double copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / 20;
+        const bool pass = nccl_s <= copy_s / 0.95;
+        if (!pass) ++failures;
+        std::printf(
+            "  %8s  all-reduce %8.1f us (%6.1f GB/s)  copy %8.1f us (%6.1f GB/s)  %s (within 5%% of the copy)\n",
+            size_label(bytes).c_str(), nccl_s * 1e6, lesson06::algbw_gb_per_s(bytes, nccl_s), copy_s * 1e6,
+            lesson06::algbw_gb_per_s(bytes, copy_s), pass ? "PASS" : "FAIL");
+      }
+    }
+    lesson06::destroy_communicators(r.comms);
+  } catch (const std::exception& e) {
+    std::printf("stopped: %s\n", e.what());
+    return 1;
+  }
+  std::printf("\n%s\n", failures == 0 ? "all targets met" : "some targets missed (FAIL above)");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Given (not yours to write): the local work that tasks 2 and 3 hand to NCCL. A plain sum of a
+// slice in double (lesson 04 makes it fast; here it only has to be right) and the partial product
+// of lesson 05's column split. Both only enqueue; the caller decides when to wait.
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "nccl_collectives.h"
+
+namespace lesson06 {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block: each thread adds a strided share in double, then a tree in shared memory.
+__global__ void sum_one_block(const float* data, std::size_t n, double* sum) {
+  __shared__ double shared[kThreads];
+  double mine = 0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) mine += data[i];
+  shared[threadIdx.x] = mine;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *sum = shared[0];
+}
+
+// One thread per row (padding rows get 0); the sum in double, stored as float.
+__global__ void partial_rows(const float* a, const float* x, std::size_t rows, std::size_t cols, float* partial,
+                             std::size_t padded_rows) {
+  const std::size_t row = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= padded_rows) return;
+  double sum = 0;
+  if (row < rows)
+    for (std::size_t j = 0; j < cols; ++j) sum += static_cast<double>(a[row * cols + j]) * x[j];
+  partial[row] = static_cast<float>(sum);
+}
+
+}  // namespace
+
+void enqueue_partial_sum(const float* data, std::size_t n, double* sum, cudaStream_t stream) {
+  sum_one_block<<<1, kThreads, 0, stream>>>(data, n, sum);
+  CUDA_CHECK_LAUNCH();
+}
+
+void enqueue_partial_matvec(const float* a, const float* x, std::size_t rows, std::size_t cols, float* partial,
+                            std::size_t padded_rows, cudaStream_t stream) {
+  if (padded_rows == 0) return;
+  const auto blocks = static_cast<unsigned>((padded_rows + kThreads - 1) / kThreads);
+  partial_rows<<<blocks, kThreads, 0, stream>>>(a, x, rows, cols, partial, padded_rows);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lesson06
