@@ -8,6 +8,8 @@
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 04-split-reduction --print-errorlogs
 // checks your work. Everything outside the TODO regions stays as it is.
+#include "split_reduction.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,7 +24,6 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
-#include "split_reduction.h"
 
 namespace lesson04 {
 

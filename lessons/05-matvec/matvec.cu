@@ -8,6 +8,8 @@
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 05-matvec --print-errorlogs
 // checks your work. Everything outside the TODO regions stays as it is.
+#include "matvec.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -27,7 +29,6 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
-#include "matvec.h"
 
 namespace lesson05 {
 
