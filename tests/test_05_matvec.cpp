@@ -31,6 +31,7 @@
 #include "common/testing/cublas_calls.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/owned.h"
 #include "common/testing/workers.h"
 #include "common/timer.h"
 #include "matvec.h"
@@ -145,6 +146,19 @@ std::string describe(const std::vector<int>& devices) {
   return "devices " + show(devices);
 }
 
+// launch_gemv on W and x that start `offset` floats into their buffers, on device 0.
+void check_gemv(const Problem& p, std::size_t offset, const course::Stream& stream, const std::string& what) {
+  const course::DeviceBuffer<float> W(0, p.W.size() + offset), x(0, p.n + offset);
+  upload<float>(W.data() + offset, 0, p.W);
+  upload<float>(x.data() + offset, 0, p.x);
+  RootVectors out(0, p);
+  within_limit("launch_gemv", [&] {
+    launch_gemv(W.data() + offset, x.data() + offset, out.y.data(), p.m, p.n, stream);
+    stream.synchronize();
+  });
+  check_y(p, out.result(), what);
+}
+
 }  // namespace
 
 // ---- Task 1 -------------------------------------------------------------------------------------
@@ -163,18 +177,7 @@ TEST_CASE("the gemv kernel matches a double-precision reference for every shape"
                                      {129, 1023}, {300, 4099}, {7, 100003}, {2048, 2048}, {4099, 5}};
   const course::Stream stream(0);
   std::uint64_t salt = 100;
-  for (const Shape shape : shapes) {
-    const Problem p = make_problem(shape.m, shape.n, ++salt);
-    const course::DeviceBuffer<float> W(0, p.W.size()), x(0, p.n);
-    upload<float>(W.data(), 0, p.W);
-    upload<float>(x.data(), 0, p.x);
-    RootVectors out(0, p);
-    within_limit("launch_gemv", [&] {
-      launch_gemv(W.data(), x.data(), out.y.data(), p.m, p.n, stream);
-      stream.synchronize();
-    });
-    check_y(p, out.result(), "launch_gemv");
-  }
+  for (const Shape shape : shapes) check_gemv(make_problem(shape.m, shape.n, ++salt), 0, stream, "launch_gemv");
 }
 
 TEST_CASE("the gemv kernel reads rows and x that do not start on a 16-byte boundary",
@@ -182,18 +185,8 @@ TEST_CASE("the gemv kernel reads rows and x that do not start on a 16-byte bound
   require_gpus(1);
   // n % 4 == 0, but W and x start one float into their buffers: a float4 load there is misaligned.
   const course::Stream stream(0);
-  for (const Shape shape : {Shape{33, 64}, Shape{5, 1024}}) {
-    const Problem p = make_problem(shape.m, shape.n, 200 + shape.n);
-    const course::DeviceBuffer<float> W(0, p.W.size() + 1), x(0, p.n + 1);
-    upload<float>(W.data() + 1, 0, p.W);
-    upload<float>(x.data() + 1, 0, p.x);
-    RootVectors out(0, p);
-    within_limit("launch_gemv", [&] {
-      launch_gemv(W.data() + 1, x.data() + 1, out.y.data(), p.m, p.n, stream);
-      stream.synchronize();
-    });
-    check_y(p, out.result(), "launch_gemv on W + 1 and x + 1");
-  }
+  for (const Shape shape : {Shape{33, 64}, Shape{5, 1024}})
+    check_gemv(make_problem(shape.m, shape.n, 200 + shape.n), 1, stream, "launch_gemv on W + 1 and x + 1");
 }
 
 // ---- Tasks 2 and 3 ---------------------------------------------------------------------------------
@@ -398,19 +391,10 @@ DistributedMatrix test_row_split(const std::vector<int>& devices, int root, cons
 }
 
 // The student's handles, destroyed with the student's destroy_cublas_handles when the case ends.
-struct StudentHandles {
-  explicit StudentHandles(const DistributedMatrix& A) : handles(create_cublas_handles(A)) {}
-  StudentHandles(const StudentHandles&) = delete;
-  StudentHandles& operator=(const StudentHandles&) = delete;
-  ~StudentHandles() {
-    try {
-      if (!handles.empty()) destroy_cublas_handles(handles);
-    } catch (...) {
-      (void)cudaGetLastError();
-    }
-  }
-  std::vector<CublasHandle> handles;
-};
+using StudentHandles = Owned<std::vector<CublasHandle>>;
+void destroy_handles(std::vector<CublasHandle>& handles) {
+  if (!handles.empty()) destroy_cublas_handles(handles);
+}
 
 // Each handle was made by cublasCreate with its worker's device current, and every cublasSgemv
 // with it ran while that device was current.
@@ -450,8 +434,8 @@ TEST_CASE("every worker gets its own cuBLAS handle, made on its device, bound to
     RootVectors io(gpus - 1, p);
     DistributedMatrix A = test_row_split(devices, io.root, p);
     std::optional<StudentHandles> made;
-    from_last_device(gpus, "create_cublas_handles", [&] { made.emplace(A); });
-    std::vector<CublasHandle>& handles = made->handles;
+    from_last_device(gpus, "create_cublas_handles", [&] { made.emplace(create_cublas_handles(A), destroy_handles); });
+    std::vector<CublasHandle>& handles = made->value;
     INFO(describe(devices));
     REQUIRE(handles.size() == devices.size());
     std::set<cublasHandle_t> distinct;
@@ -491,9 +475,9 @@ TEST_CASE("the cuBLAS row split gives y for 1 to 4 workers, uneven splits includ
       const Problem p = make_problem(shape.m, shape.n, ++salt);
       RootVectors io(gpus - 1, p);
       DistributedMatrix A = test_row_split(devices, io.root, p);
-      const StudentHandles made(A);
+      const StudentHandles made(create_cublas_handles(A), destroy_handles);
       from_last_device(gpus, "multiply_rows_cublas",
-                       [&] { multiply_rows_cublas(A, made.handles, io.x.data(), io.y.data()); });
+                       [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); });
       check_y(p, io.result(), "multiply_rows_cublas on " + describe(devices), course::split_ranges(p.m, k));
     }
   }
@@ -508,10 +492,10 @@ TEST_CASE("cuBLAS handles are made on each worker's device whatever device the c
       RootVectors io(0, p);
       DistributedMatrix A = test_row_split(devices, io.root, p);
       CUDA_CHECK(cudaSetDevice(caller));
-      const StudentHandles made(A);
-      within_limit("multiply_rows_cublas", [&] { multiply_rows_cublas(A, made.handles, io.x.data(), io.y.data()); });
+      const StudentHandles made(create_cublas_handles(A), destroy_handles);
+      within_limit("multiply_rows_cublas", [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); });
       INFO(describe(devices) << ", device " << caller << " current when the handles were made");
-      check_handle_devices(A, made.handles);
+      check_handle_devices(A, made.value);
       check_y(p, io.result(), "multiply_rows_cublas");
     }
   }
@@ -531,19 +515,7 @@ void require_managed_access(const std::vector<int>& devices) {
 }
 
 // The student's managed matrix, freed with the student's free_managed when the case ends.
-struct StudentManaged {
-  StudentManaged(std::span<const int> devices, std::size_t m, std::size_t n) : A(allocate_managed(devices, m, n)) {}
-  StudentManaged(const StudentManaged&) = delete;
-  StudentManaged& operator=(const StudentManaged&) = delete;
-  ~StudentManaged() {
-    try {
-      free_managed(A);
-    } catch (...) {
-      (void)cudaGetLastError();
-    }
-  }
-  ManagedMatrix A;
-};
+using StudentManaged = Owned<ManagedMatrix>;
 
 int range_attribute(cudaMemRangeAttribute attribute, const void* pointer, std::size_t bytes) {
   int value = -100;
@@ -562,8 +534,8 @@ void check_placement(const std::vector<int>& devices, int gpus) {
   // Rows of 2 MiB: every block starts and ends on a page boundary (pages are 2 MiB at most), so no
   // page is shared by two workers and each block can be asked about as a whole.
   const std::size_t n = std::size_t{1} << 19, m = 2 * devices.size() + 1;
-  StudentManaged made(devices, m, n);
-  ManagedMatrix& A = made.A;
+  StudentManaged made(allocate_managed(devices, m, n), free_managed);
+  ManagedMatrix& A = made.value;
   REQUIRE((A.W != nullptr && A.x != nullptr && A.y != nullptr && A.rows.size() == devices.size()));
   std::fill(A.W, A.W + m * n, 0.5f);  // first touched by the host: the pages start in host memory
   std::fill(A.x, A.x + n, 0.25f);
@@ -609,8 +581,9 @@ TEST_CASE("the managed product gives y for 1 to 4 workers, with and without plac
     for (const Shape shape : {Shape{1, 1}, Shape{10, 7}, Shape{37, 1024}, Shape{257, 33}, Shape{5, 0}, Shape{0, 3}}) {
       const Problem p = make_problem(shape.m, shape.n, ++salt);
       std::optional<StudentManaged> made;
-      from_last_device(gpus, "allocate_managed", [&] { made.emplace(devices, p.m, p.n); });
-      ManagedMatrix& A = made->A;
+      from_last_device(gpus, "allocate_managed",
+                       [&] { made.emplace(allocate_managed(devices, p.m, p.n), free_managed); });
+      ManagedMatrix& A = made->value;
       INFO(describe(devices) << ", W " << p.m << " x " << p.n);
       CHECK((A.m == p.m && A.n == p.n && A.devices == devices));
       CHECK(A.rows == course::split_ranges(p.m, k));
