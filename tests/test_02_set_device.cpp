@@ -32,6 +32,7 @@
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/overlap.h"
+#include "common/testing/owned.h"
 #include "common/testing/workers.h"
 #include "kernels.cuh"
 #include "set_device.h"
@@ -42,20 +43,20 @@ using namespace course::testing;
 
 namespace {
 
-// Owns what allocate_slices returned, so a failed check does not leak it.
-struct StudentSlices {
-  StudentSlices(std::size_t n, const Devices& devices) : slices(allocate_slices(n, devices)) {}
-  ~StudentSlices() {  // never throws, whatever the student's slices hold
-    int caller = 0;
-    (void)cudaGetDevice(&caller);
-    for (const Slice& slice : slices) {
-      (void)cudaSetDevice(slice.device);
-      (void)cudaFree(slice.data);
-    }
-    (void)cudaSetDevice(caller);
-    (void)cudaGetLastError();
+// Owns what allocate_slices returned, so a failed check does not leak it; never throws.
+void free_quietly(std::vector<Slice>& slices) {
+  int caller = 0;
+  (void)cudaGetDevice(&caller);
+  for (const Slice& slice : slices) {
+    (void)cudaSetDevice(slice.device);
+    (void)cudaFree(slice.data);
   }
-  std::vector<Slice> slices;
+  (void)cudaSetDevice(caller);
+  (void)cudaGetLastError();
+}
+struct StudentSlices : Owned<std::vector<Slice>> {
+  StudentSlices(std::size_t n, const Devices& devices) : Owned(allocate_slices(n, devices), free_quietly) {}
+  std::vector<Slice>& slices = value;
 };
 
 // Input and output slices made by the test itself (tasks 2 and 3 do not depend on task 1):

@@ -163,7 +163,7 @@ TEST_CASE("2^28 random floats in [0, 1) sum to within 1e-6 of a double-precision
   double reference = 0;  // all positive, so this is also the sum of magnitudes the tolerance scales with
   for (const float v : values) reference += v;
   const course::DeviceBuffer<float> data(0, n);
-  CUDA_CHECK(cudaMemcpy(data.data(), values.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  course::testing::upload<float>(data.data(), 0, values);
   const double got = sum_on_device(0, data.data(), n);
   INFO("got " << got << ", double reference " << reference << ", relative error "
               << std::abs(got - reference) / reference
@@ -260,14 +260,9 @@ TEST_CASE("every GPU count sums each slice on its own device with peer access of
   }
   for (int a = 0; a < count; ++a)
     for (int b = 0; b < count; ++b) {
-      int can = 0;
-      CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
-      if (a == b || !can) continue;
-      const course::DeviceGuard on_a(a);
-      const cudaError_t again = cudaDeviceEnablePeerAccess(b, 0);  // cudaSuccess: it was still off
-      (void)cudaGetLastError();
-      (void)cudaDeviceDisablePeerAccess(b);
-      (void)cudaGetLastError();
+      if (a == b || !course::testing::runtime_can_access(a, b)) continue;
+      const cudaError_t again = course::testing::enable_again(a, b);  // cudaSuccess: it was still off
+      (void)course::testing::disable_again(a, b);
       INFO("peer access GPU " << a << " -> GPU " << b << " was switched on by sum_resident");
       CHECK(again == cudaSuccess);
     }
