@@ -20,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/workers.h"
 #include "device_enumeration.h"
 
 using namespace lesson01;
@@ -42,12 +43,6 @@ std::string runtime_uuid(int device) {
     out << hex;
   }
   return out.str();
-}
-
-std::vector<int> all_ordinals(int count) {
-  std::vector<int> ordinals(count);
-  for (int i = 0; i < count; ++i) ordinals[i] = i;
-  return ordinals;
 }
 
 // What the child case reports, one fact per line: "count N", "last_error NAME", "device ORDINAL UUID",
@@ -216,7 +211,7 @@ TEST_CASE("describing a device that does not exist throws course::ApiError",
 TEST_CASE("with no criteria every device is selected in ordinal order",
           "[01-device-enumeration][task:3][gpus:1][points:1]") {
   const int count = require_gpus(1);
-  CHECK(select_devices({}) == all_ordinals(count));
+  CHECK(select_devices({}) == course::testing::all_gpus(count));
 }
 
 TEST_CASE("the selection keeps at most max_devices devices", "[01-device-enumeration][task:3][gpus:1][points:1]") {
@@ -225,7 +220,7 @@ TEST_CASE("the selection keeps at most max_devices devices", "[01-device-enumera
     SelectionCriteria criteria;
     criteria.max_devices = k;
     INFO("max_devices = " << k << " on " << count << " GPUs");
-    CHECK(select_devices(criteria) == all_ordinals(std::min(k, count)));
+    CHECK(select_devices(criteria) == course::testing::all_gpus(std::min(k, count)));
   }
 }
 
@@ -258,7 +253,7 @@ TEST_CASE("the free-memory threshold filters devices", "[01-device-enumeration][
   const int count = require_gpus(1);
   SelectionCriteria some;
   some.min_free_memory = 1;
-  CHECK(select_devices(some) == all_ordinals(count));
+  CHECK(select_devices(some) == course::testing::all_gpus(count));
   SelectionCriteria impossible;
   impossible.min_free_memory = describe_device(0).total_memory + 1;  // more than any device can have free
   for (int d = 1; d < count; ++d)

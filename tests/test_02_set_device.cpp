@@ -32,6 +32,7 @@
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/overlap.h"
+#include "common/testing/owned.h"
 #include "common/testing/workers.h"
 #include "kernels.cuh"
 #include "set_device.h"
@@ -42,20 +43,20 @@ using namespace course::testing;
 
 namespace {
 
-// Owns what allocate_slices returned, so a failed check does not leak it.
-struct StudentSlices {
-  StudentSlices(std::size_t n, const Devices& devices) : slices(allocate_slices(n, devices)) {}
-  ~StudentSlices() {  // never throws, whatever the student's slices hold
-    int caller = 0;
-    (void)cudaGetDevice(&caller);
-    for (const Slice& slice : slices) {
-      (void)cudaSetDevice(slice.device);
-      (void)cudaFree(slice.data);
-    }
-    (void)cudaSetDevice(caller);
-    (void)cudaGetLastError();
+// Owns what allocate_slices returned, so a failed check does not leak it; never throws.
+void free_quietly(std::vector<Slice>& slices) {
+  int caller = 0;
+  (void)cudaGetDevice(&caller);
+  for (const Slice& slice : slices) {
+    (void)cudaSetDevice(slice.device);
+    (void)cudaFree(slice.data);
   }
-  std::vector<Slice> slices;
+  (void)cudaSetDevice(caller);
+  (void)cudaGetLastError();
+}
+struct StudentSlices : Owned<std::vector<Slice>> {
+  StudentSlices(std::size_t n, const Devices& devices) : Owned(allocate_slices(n, devices), free_quietly) {}
+  std::vector<Slice>& slices = value;
 };
 
 // Input and output slices made by the test itself (tasks 2 and 3 do not depend on task 1):
@@ -72,12 +73,10 @@ struct TestSlices {
     for (std::size_t k = 0; k < devices.size(); ++k) {
       buffers.emplace_back(devices[k], ranges[k].size());
       buffers.emplace_back(devices[k], ranges[k].size());
-      course::DeviceGuard on(devices[k]);
-      if (!ranges[k].empty()) {
-        CUDA_CHECK(cudaMemcpy(buffers[2 * k].data(), host_input.data() + ranges[k].begin, buffers[2 * k].bytes(),
-                              cudaMemcpyHostToDevice));
-        course::poison_device(buffers[2 * k + 1].data(), buffers[2 * k + 1].bytes());
-      }
+      upload(buffers[2 * k].data(), devices[k],
+             std::span<const float>(host_input).subspan(ranges[k].begin, ranges[k].size()));
+      const course::DeviceGuard on(devices[k]);
+      if (!ranges[k].empty()) course::poison_device(buffers[2 * k + 1].data(), buffers[2 * k + 1].bytes());
     }
     for (std::size_t k = 0; k < devices.size(); ++k) {
       input.push_back(Slice{devices[k], buffers[2 * k].data(), ranges[k]});
@@ -88,13 +87,11 @@ struct TestSlices {
   // Every output element is kFactor times its input: one float product, rounded the same way on
   // GPU and CPU (IEEE 754), so compared exactly; mismatches counted per worker.
   void require_scaled(float factor) const {
-    std::vector<float> got(host_input.size()), expected(host_input.size());
+    std::vector<float> got, expected(host_input.size());
     for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = factor * host_input[i];
     for (std::size_t k = 0; k < output.size(); ++k) {
-      course::DeviceGuard on(output[k].device);
-      if (!ranges[k].empty())
-        CUDA_CHECK(cudaMemcpy(got.data() + ranges[k].begin, output[k].data, ranges[k].size() * sizeof(float),
-                              cudaMemcpyDeviceToHost));
+      const std::vector<float> part = read_back(output[k].data, output[k].device, ranges[k].size());
+      got.insert(got.end(), part.begin(), part.end());
     }
     const course::Comparison comparison = course::compare_exact(got.data(), expected.data(), got.size(), ranges);
     INFO(comparison.describe());
@@ -107,12 +104,8 @@ using Runner = void (*)(std::span<const int>, const DeviceWork&);
 
 // Runs `run` under the watchdog from the last device; the caller's device must be kept.
 void run_from_last_device(Runner run, const Devices& devices, const DeviceWork& work) {
-  const int caller = gpu_count() - 1;
-  CUDA_CHECK(cudaSetDevice(caller));
-  run_with_watchdog("the workers " + show(devices), 60s, "a stream synchronize or a join never returned",
-                    [&] { run(devices, work); });
-  INFO("GPU " << caller << " was current before the call: give the caller its device back");
-  CHECK(current_device() == caller);
+  call_keeps_device(gpu_count() - 1, "the workers " + show(devices), 60s,
+                    "a stream synchronize or a join never returned", [&] { run(devices, work); });
 }
 
 // What a DeviceWork callback saw, recorded in the thread that called it.
@@ -368,11 +361,9 @@ TEST_CASE("scaling the slices matches the CPU reference for every list of worker
     for (const std::size_t n : sizes_for(devices.size())) {
       INFO(n << " elements over the workers " << show(devices));
       const TestSlices t(n, devices, seed + n);
-      CUDA_CHECK(cudaSetDevice(gpu_count() - 1));
-      run_with_watchdog("scale_slices", 60s, "a stream synchronize never returned",
+      call_keeps_device(gpu_count() - 1, "scale_slices", 60s, "a stream synchronize never returned",
                         [&] { scale_slices(t.input, t.output, kFactor); });
       t.require_scaled(kFactor);
-      CHECK(current_device() == gpu_count() - 1);
     }
   }
   const TestSlices t(10, {0, 0}, seed);

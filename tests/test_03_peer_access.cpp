@@ -90,6 +90,19 @@ void check_copies(int src_device, int dst_device, const PeerAccessState& state, 
   });
 }
 
+// Both size lists: many short chunks (through `staging` where given), then full-size chunks.
+void check_copies_both_chunkings(int src, int dst, const PeerAccessState& state, bool force_staged,
+                                 course::PinnedBuffer<std::uint8_t>* staging, CopyPath path, std::uint64_t salt) {
+  CopyOptions small;
+  small.force_staged = force_staged;
+  small.chunk_bytes = kSmallChunk;
+  small.staging = staging;
+  check_copies(src, dst, state, small, kSmallChunkSizes, path, case_seed(salt));
+  CopyOptions large;
+  large.force_staged = force_staged;
+  check_copies(src, dst, state, large, kDefaultChunkSizes, path, case_seed(salt + 1000));
+}
+
 constexpr auto kCopyLimit = std::chrono::seconds(120);
 constexpr const char* kCopyHint =
     "a host loop (cudaEventQuery, cudaStreamQuery) waits for work that was never enqueued, or for a stream "
@@ -305,12 +318,7 @@ TEST_CASE("a copy from a device to itself is direct and arrives intact", "[03-pe
   const int count = require_gpus(1);
   const PeerAccessState none;
   run_with_watchdog("copy_between_devices within one device", kCopyLimit, kCopyHint, [&] {
-    for (int d = 0; d < count; ++d) {
-      CopyOptions options;
-      options.chunk_bytes = kSmallChunk;
-      check_copies(d, d, none, options, kSmallChunkSizes, CopyPath::direct, case_seed(300 + d));
-      check_copies(d, d, none, {}, kDefaultChunkSizes, CopyPath::direct, case_seed(310 + d));
-    }
+    for (int d = 0; d < count; ++d) check_copies_both_chunkings(d, d, none, false, nullptr, CopyPath::direct, 300 + d);
   });
 }
 
@@ -320,19 +328,10 @@ TEST_CASE("a forced staged copy arrives intact for every ordered pair including 
   const PeerAccessState state = peer_access_by_runtime(true);  // forced: staged even where direct works
   course::PinnedBuffer<std::uint8_t> staging(2 * kSmallChunk);
   run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
-    for (int src = 0; src < count; ++src) {
-      for (int dst = 0; dst < count; ++dst) {
-        CopyOptions small;  // many short chunks, through the caller's staging memory
-        small.force_staged = true;
-        small.chunk_bytes = kSmallChunk;
-        small.staging = &staging;
-        const std::uint64_t salt = 320 + static_cast<std::uint64_t>(src * count + dst);
-        check_copies(src, dst, state, small, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
-        CopyOptions large;  // full-size chunks, staging memory of the copy's own
-        large.force_staged = true;
-        check_copies(src, dst, state, large, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
-      }
-    }
+    for (int src = 0; src < count; ++src)
+      for (int dst = 0; dst < count; ++dst)  // short chunks through the caller's staging memory, long through its own
+        check_copies_both_chunkings(src, dst, state, true, &staging, CopyPath::staged,
+                                    320 + static_cast<std::uint64_t>(src * count + dst));
   });
 }
 
@@ -352,7 +351,7 @@ TEST_CASE("a staged copy goes through the caller's pinned memory with two chunks
     INFO("a forced staged copy of " << kBytes << " bytes in chunks of " << kSmallChunk << ", GPU " << src << " to GPU "
                                     << dst);
     const course::DeviceBuffer<std::uint8_t> from(src, kBytes), to(dst, kBytes);
-    CUDA_CHECK(cudaMemcpy(from.data(), input.data(), kBytes, cudaMemcpyHostToDevice));
+    upload<std::uint8_t>(from.data(), src, input);
     std::fill(staging.data(), staging.data() + staging.size(), course::kPoisonByte);
     CopyOptions options;
     options.force_staged = true;
@@ -384,13 +383,9 @@ TEST_CASE("with peer access on copies between devices are direct and arrive inta
   if (pairs.empty()) SKIP(kNoPeerPair);
   const PeerAccessState state = peer_access_by_runtime(true);
   run_with_watchdog("the direct copy_between_devices", kCopyLimit, kCopyHint, [&] {
-    for (const auto& [src, dst] : pairs) {
-      CopyOptions options;
-      options.chunk_bytes = kSmallChunk;
-      const std::uint64_t salt = 400 + static_cast<std::uint64_t>(src * count + dst);
-      check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::direct, case_seed(salt));
-      check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::direct, case_seed(salt + 1000));
-    }
+    for (const auto& [src, dst] : pairs)
+      check_copies_both_chunkings(src, dst, state, false, nullptr, CopyPath::direct,
+                                  400 + static_cast<std::uint64_t>(src * count + dst));
   });
 }
 
@@ -401,16 +396,11 @@ TEST_CASE("with peer access off copies between devices are staged and arrive int
   // path must say so.
   const PeerAccessState state = peer_access_by_runtime(false);
   run_with_watchdog("the staged copy_between_devices", kCopyLimit, kCopyHint, [&] {
-    for (int src = 0; src < count; ++src) {
-      for (int dst = 0; dst < count; ++dst) {
-        if (src == dst) continue;
-        CopyOptions options;
-        options.chunk_bytes = kSmallChunk;
-        const std::uint64_t salt = 500 + static_cast<std::uint64_t>(src * count + dst);
-        check_copies(src, dst, state, options, kSmallChunkSizes, CopyPath::staged, case_seed(salt));
-        check_copies(src, dst, state, {}, kDefaultChunkSizes, CopyPath::staged, case_seed(salt + 1000));
-      }
-    }
+    for (int src = 0; src < count; ++src)
+      for (int dst = 0; dst < count; ++dst)
+        if (src != dst)
+          check_copies_both_chunkings(src, dst, state, false, nullptr, CopyPath::staged,
+                                      500 + static_cast<std::uint64_t>(src * count + dst));
   });
 }
 
@@ -431,9 +421,8 @@ void check_add(int a, int b, std::uint64_t seed) {
 
   const course::DeviceBuffer<float> local_a(a, largest), out_a(a, largest);
   const course::DeviceBuffer<float> remote_b(b, largest);
-  CUDA_CHECK(cudaMemcpy(local_a.data(), local.data(), largest * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(remote_b.data(), remote.data(), largest * sizeof(float), cudaMemcpyHostToDevice));
-  std::vector<float> got(largest);
+  upload<float>(local_a.data(), a, local);
+  upload<float>(remote_b.data(), b, remote);
   for (std::size_t n : kKernelSizes) {
     {
       course::DeviceGuard on_a(a);
@@ -444,7 +433,7 @@ void check_add(int a, int b, std::uint64_t seed) {
     add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n);
     INFO("add_peer_buffer on GPU " << a << " reading GPU " << b << ", n = " << n);
     CHECK(current_device() == caller_device);
-    CUDA_CHECK(cudaMemcpy(got.data(), out_a.data(), largest * sizeof(float), cudaMemcpyDeviceToHost));
+    const std::vector<float> got = read_back(out_a.data(), a, largest);
     const course::Comparison sum = course::compare_exact(got.data(), expected.data(), n);
     INFO("out[0, n): " << sum.describe());
     CHECK(sum.ok());
@@ -496,8 +485,8 @@ TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on i
   const std::vector<float> local = course::random_small_integers(n, seed),
                            remote = course::random_small_integers(n, seed + 1);
   const course::DeviceBuffer<float> local_a(a, n), out_a(a, n), remote_b(b, n);
-  CUDA_CHECK(cudaMemcpy(local_a.data(), local.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(remote_b.data(), remote.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  upload<float>(local_a.data(), a, local);
+  upload<float>(remote_b.data(), b, remote);
   std::size_t free_a = 0, total_a = 0;
   {
     course::DeviceGuard on_a(a);
@@ -511,9 +500,9 @@ TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on i
               << n * sizeof(float) / 1e6 << " MB: read it through its address, do not copy it first");
   run_with_watchdog("add_peer_buffer with little memory left", kCopyLimit, kAddHint,
                     [&] { REQUIRE_NOTHROW(add_peer_buffer(a, out_a.data(), local_a.data(), b, remote_b.data(), n)); });
-  std::vector<float> got(n), expected(n);
+  std::vector<float> expected(n);
   for (std::size_t i = 0; i < n; ++i) expected[i] = local[i] + remote[i];  // exact: small integers
-  CUDA_CHECK(cudaMemcpy(got.data(), out_a.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  const std::vector<float> got = read_back(out_a.data(), a, n);
   const course::Comparison sum = course::compare_exact(got.data(), expected.data(), n);
   INFO(sum.describe());
   CHECK(sum.ok());

@@ -13,10 +13,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <future>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -26,7 +24,9 @@
 #include "common/device_guard.h"
 #include "common/partition.h"
 #include "common/random.h"
+#include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/stream_gate.h"
 #include "common/timer.h"
 #include "split_reduction.h"
 
@@ -35,6 +35,8 @@ using course::testing::case_seed;
 using course::testing::current_device;
 using course::testing::require_gpus;
 using course::testing::run_with_watchdog;
+using course::testing::set_peer_access_by_runtime;
+using course::testing::StreamGate;
 using namespace std::chrono_literals;
 
 namespace {
@@ -66,9 +68,7 @@ course::DeviceBuffer<float> guarded_copy(int device, const std::vector<float>& v
                                          std::size_t count, std::size_t misalign = 0) {
   course::DeviceBuffer<float> buffer(device, 2 * kGuard + misalign + count);
   poison(device, buffer.data(), buffer.bytes());
-  if (count > 0)
-    CUDA_CHECK(cudaMemcpy(buffer.data() + kGuard + misalign, values.data() + first, count * sizeof(float),
-                          cudaMemcpyHostToDevice));
+  course::testing::upload(buffer.data() + kGuard + misalign, device, std::span(values).subspan(first, count));
   return buffer;
 }
 
@@ -122,53 +122,8 @@ void check_split(SplitWorkspace& workspace, const std::vector<float>& values, Co
   }
 }
 
-// Holds every later piece of work of one stream until open() (or the end of the scope). A case
-// runs the code under test once before it closes a gate: with lazy module loading (the default
-// since CUDA 12.2) a kernel's first launch loads its module, which may wait for the whole device,
-// held stream included, and would never finish.
-class StreamGate {
- public:
-  explicit StreamGate(cudaStream_t stream) { CUDA_CHECK(cudaLaunchHostFunc(stream, &StreamGate::hold, this)); }
-  ~StreamGate() {
-    open();
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, 60s, [&] { return passed_; });  // the host function must be done with us
-  }
-  StreamGate(const StreamGate&) = delete;
-  StreamGate& operator=(const StreamGate&) = delete;
-  void open() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_ = true;
-    changed_.notify_all();
-  }
-
- private:
-  static void CUDART_CB hold(void* self) {
-    auto* gate = static_cast<StreamGate*>(self);
-    std::unique_lock<std::mutex> lock(gate->mutex_);
-    gate->changed_.wait(lock, [&] { return gate->open_; });
-    gate->passed_ = true;
-    gate->changed_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool open_ = false;
-  bool passed_ = false;
-};
-
 std::vector<int> repeated(int device, int workers) {
   return std::vector<int>(static_cast<std::size_t>(workers), device);
-}
-
-void set_peer_access_off(int count) {
-  for (int a = 0; a < count; ++a) {
-    const course::DeviceGuard on_a(a);
-    for (int b = 0; b < count; ++b)
-      if (a != b) {
-        (void)cudaDeviceDisablePeerAccess(b);
-        (void)cudaGetLastError();  // "not enabled" is the answer we want
-      }
-  }
 }
 
 constexpr auto kGateLimit = std::chrono::seconds(100);
@@ -208,7 +163,7 @@ TEST_CASE("2^28 random floats in [0, 1) sum to within 1e-6 of a double-precision
   double reference = 0;  // all positive, so this is also the sum of magnitudes the tolerance scales with
   for (const float v : values) reference += v;
   const course::DeviceBuffer<float> data(0, n);
-  CUDA_CHECK(cudaMemcpy(data.data(), values.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  course::testing::upload<float>(data.data(), 0, values);
   const double got = sum_on_device(0, data.data(), n);
   INFO("got " << got << ", double reference " << reference << ", relative error "
               << std::abs(got - reference) / reference
@@ -289,7 +244,7 @@ TEST_CASE("every GPU count sums each slice on its own device with peer access of
           "[04-split-reduction][task:2][gpus:2][points:3]") {
   const int count = require_gpus(2);
   // Off: a kernel that reads another GPU's slice through its unified address faults.
-  set_peer_access_off(count);
+  set_peer_access_by_runtime(false);
   const std::vector<float> values = course::random_small_integers(kSplitSizes.back(), case_seed(210));
   std::vector<std::vector<int>> lists;
   for (int c = 1; c <= count; ++c) {
@@ -305,14 +260,9 @@ TEST_CASE("every GPU count sums each slice on its own device with peer access of
   }
   for (int a = 0; a < count; ++a)
     for (int b = 0; b < count; ++b) {
-      int can = 0;
-      CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
-      if (a == b || !can) continue;
-      const course::DeviceGuard on_a(a);
-      const cudaError_t again = cudaDeviceEnablePeerAccess(b, 0);  // cudaSuccess: it was still off
-      (void)cudaGetLastError();
-      (void)cudaDeviceDisablePeerAccess(b);
-      (void)cudaGetLastError();
+      if (a == b || !course::testing::runtime_can_access(a, b)) continue;
+      const cudaError_t again = course::testing::enable_again(a, b);  // cudaSuccess: it was still off
+      (void)course::testing::disable_again(a, b);
       INFO("peer access GPU " << a << " -> GPU " << b << " was switched on by sum_resident");
       CHECK(again == cudaSuccess);
     }

@@ -5,24 +5,17 @@
 // worst-case error of float accumulation, and every output is poisoned first. Devices come as a
 // list in which a device may repeat, so one GPU runs every split for 1 to 4 workers; what needs
 // distinct GPUs (placement on device k, overlap) carries [gpus:2]. Where data lives is read back
-// from the runtime (cudaPointerGetAttributes, cudaMemRangeGetAttribute). A cuBLAS handle cannot be
-// asked which device it belongs to, so this program watches the cuBLAS calls of the code under
-// test: it defines cublasCreate_v2, cublasDestroy_v2 and cublasSgemv_v2 itself, notes the device
-// current at each call and passes the call on to libcublas.
+// from the runtime (cudaPointerGetAttributes, cudaMemRangeGetAttribute); which device was current
+// at each cuBLAS call of the code under test, from common/testing/cublas_calls.h.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -35,113 +28,17 @@
 #include "common/device_guard.h"
 #include "common/partition.h"
 #include "common/random.h"
+#include "common/testing/cublas_calls.h"
+#include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/owned.h"
+#include "common/testing/workers.h"
 #include "common/timer.h"
 #include "matvec.h"
 
 using namespace lesson05;
 using namespace std::chrono_literals;
-using course::testing::current_device;
-using course::testing::require_gpus;
-
-// ---- The cuBLAS calls of the code under test --------------------------------------------------
-
-namespace {
-
-struct HandleRecord {
-  int created_on = -1;           // the device current at cublasCreate (-1: not made by cublasCreate)
-  int destroyed = 0;             // cublasDestroy calls on it
-  int destroyed_on = -1;         // the device current at the last of them
-  int gemv_calls = 0;            // cublasSgemv calls with it
-  int gemv_on_other_device = 0;  // ... made while another device than created_on was current
-};
-
-std::mutex cublas_mutex;
-std::map<cublasHandle_t, HandleRecord> cublas_records;
-
-// The definition in libcublas: the next one after this program's (this program also calls
-// cublasGetStream, so the linker keeps libcublas loaded), else from libcublas.so.<major> itself.
-template <class Function>
-Function libcublas(const char* name) {
-  void* symbol = dlsym(RTLD_NEXT, name);
-  if (symbol == nullptr) {
-    const std::string library = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-    if (void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) symbol = dlsym(handle, name);
-  }
-  if (symbol == nullptr) {
-    std::fprintf(stderr, "test_05_matvec: %s is not in libcublas\n", name);
-    std::abort();
-  }
-  return reinterpret_cast<Function>(symbol);
-}
-
-int device_now() {
-  int device = -1;
-  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
-}
-
-void note_gemv(cublasHandle_t handle) {
-  const int device = device_now();
-  const std::lock_guard lock(cublas_mutex);
-  HandleRecord& record = cublas_records[handle];
-  ++record.gemv_calls;
-  if (device != record.created_on) ++record.gemv_on_other_device;
-}
-
-HandleRecord record_of(cublasHandle_t handle) {
-  const std::lock_guard lock(cublas_mutex);
-  const auto found = cublas_records.find(handle);
-  return found == cublas_records.end() ? HandleRecord{} : found->second;
-}
-
-}  // namespace
-
-extern "C" {
-
-cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
-  static const auto create = libcublas<cublasStatus_t (*)(cublasHandle_t*)>("cublasCreate_v2");
-  const int device = device_now();
-  const cublasStatus_t status = create(handle);
-  if (status == CUBLAS_STATUS_SUCCESS) {
-    const std::lock_guard lock(cublas_mutex);
-    cublas_records[*handle] = HandleRecord{device};
-  }
-  return status;
-}
-
-cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
-  static const auto destroy = libcublas<cublasStatus_t (*)(cublasHandle_t)>("cublasDestroy_v2");
-  {
-    const int device = device_now();
-    const std::lock_guard lock(cublas_mutex);
-    HandleRecord& record = cublas_records[handle];
-    ++record.destroyed;
-    record.destroyed_on = device;
-  }
-  return destroy(handle);
-}
-
-cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const float* alpha,
-                              const float* A, int lda, const float* x, int incx, const float* beta, float* y,
-                              int incy) {
-  using Sgemv = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, int, int, const float*, const float*, int,
-                                   const float*, int, const float*, float*, int);
-  static const auto sgemv = libcublas<Sgemv>("cublasSgemv_v2");
-  note_gemv(handle);
-  return sgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
-}
-
-cublasStatus_t cublasSgemv_v2_64(cublasHandle_t handle, cublasOperation_t trans, int64_t m, int64_t n,
-                                 const float* alpha, const float* A, int64_t lda, const float* x, int64_t incx,
-                                 const float* beta, float* y, int64_t incy) {
-  using Sgemv = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, int64_t, int64_t, const float*, const float*,
-                                   int64_t, const float*, int64_t, const float*, float*, int64_t);
-  static const auto sgemv = libcublas<Sgemv>("cublasSgemv_v2_64");
-  note_gemv(handle);
-  return sgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);
-}
-
-}  // extern "C"
+using namespace course::testing;
 
 // ---- Inputs, references, checks ---------------------------------------------------------------
 
@@ -153,8 +50,6 @@ struct Shape {
 // Edges for 1 to 4 workers: fewer rows or columns than workers, uneven splits, an empty side.
 const std::vector<Shape> kSplitShapes = {{1, 1}, {3, 5}, {10, 3}, {37, 1024}, {257, 33}, {1000, 129}, {0, 6}, {5, 0}};
 
-constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // u: float's relative rounding error
-
 // y = W x with random W and x in [-1, 1), and what a correct float computation may return.
 struct Problem {
   std::size_t m = 0, n = 0;
@@ -163,27 +58,31 @@ struct Problem {
   std::vector<double> bound;  // the largest |y_float[i] - y[i]| a correct float computation can have
 };
 
-Problem make_problem(std::size_t m, std::size_t n, std::uint64_t salt) {
-  const std::uint64_t seed = course::testing::case_seed(salt);
-  Problem p{m, n, course::random_floats(m * n, seed), course::random_floats(n, seed + 1), {}, {}};
+// The reference over the columns `cols` of W only (all of them: the product; a worker's: its partial y).
+Problem with_reference(Problem p, course::Range cols) {
   // Summing n float products in any order (a loop, per-thread sums combined by shuffles, partial
   // ys of column blocks added across devices) is off by at most gamma(n + 1) * sum_j |W_ij x_j|,
   // gamma(k) = k u / (1 - k u), u = 2^-24 (Higham, Accuracy and Stability of Numerical Algorithms,
   // 3.1); rounding the result adds u |y_i|. We allow 1.1 (n + 2) u sum_j |W_ij x_j|: loose for
   // random data, yet a lost or doubled term is caught at the small shapes, where it is far larger.
-  p.y.assign(m, 0.0);
-  p.bound.assign(m, 0.0);
-  for (std::size_t i = 0; i < m; ++i) {
-    double sum = 0, magnitude = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const double term = static_cast<double>(p.W[i * n + j]) * p.x[j];
-      sum += term;
+  constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // u: float's relative rounding error
+  p.y.assign(p.m, 0.0);
+  p.bound.assign(p.m, 0.0);
+  for (std::size_t i = 0; i < p.m; ++i) {
+    double magnitude = 0;
+    for (std::size_t j = cols.begin; j < cols.end; ++j) {
+      const double term = static_cast<double>(p.W[i * p.n + j]) * p.x[j];
+      p.y[i] += term;
       magnitude += std::fabs(term);
     }
-    p.y[i] = sum;
-    p.bound[i] = 1.1 * static_cast<double>(n + 2) * kUnitRoundoff * magnitude;
+    p.bound[i] = 1.1 * static_cast<double>(cols.size() + 2) * kUnitRoundoff * magnitude;
   }
   return p;
+}
+
+Problem make_problem(std::size_t m, std::size_t n, std::uint64_t salt) {
+  const std::uint64_t seed = case_seed(salt);
+  return with_reference({m, n, course::random_floats(m * n, seed), course::random_floats(n, seed + 1), {}, {}}, {0, n});
 }
 
 // Checks y (m values and the element after them, which must stay poisoned) against the reference,
@@ -209,22 +108,13 @@ void check_y(const Problem& p, const std::vector<float>& got, const std::string&
   CHECK(std::isnan(got[p.m]));
 }
 
-template <class T>
-std::vector<T> read_back(const T* device_ptr, int device, std::size_t count) {
-  std::vector<T> values(count);
-  if (count == 0) return values;
-  const course::DeviceGuard on(device);
-  CUDA_CHECK(cudaMemcpy(values.data(), device_ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return values;
-}
-
 // x and a poisoned y (m + 1 floats) on the root device, as multiply_* takes them.
 struct RootVectors {
   int root;
   course::DeviceBuffer<float> x, y;
   RootVectors(int root_device, const Problem& p) : root(root_device), x(root_device, p.n), y(root_device, p.m + 1) {
+    upload<float>(x.data(), root, p.x);
     const course::DeviceGuard on(root);
-    if (p.n > 0) CUDA_CHECK(cudaMemcpy(x.data(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
     course::poison_device(y.data(), y.bytes());
   }
   std::vector<float> result() const { return read_back(y.data(), root, y.size()); }
@@ -239,34 +129,34 @@ std::vector<int> workers_on(int k, int gpus) {
   return devices;
 }
 
-int device_of(const void* pointer) {
-  cudaPointerAttributes attributes{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
-  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+bool on_device(const void* pointer, int device) {
+  return placement_of(pointer).is_device_memory_of(device);
 }
 
-int stream_device(cudaStream_t stream) {
-  int device = -1;
-  CUDA_CHECK(cudaStreamGetDevice(stream, &device));
-  return device;
-}
-
+constexpr auto kLimit = 60s;
+const char* const kHint = "a kernel that never ends, or a wait for work never enqueued";
 void within_limit(const std::string& what, const std::function<void()>& work) {
-  course::testing::run_with_watchdog(what, 60s, "a kernel that never ends, or a wait for work never enqueued", work);
+  run_with_watchdog(what, kLimit, kHint, work);
 }
-
 // Calls the student's function with the last GPU current, then checks that it is current again.
 void from_last_device(int gpus, const std::string& what, const std::function<void()>& call) {
-  CUDA_CHECK(cudaSetDevice(gpus - 1));
-  within_limit(what, call);
-  INFO(what << " left device " << current_device() << " current; the caller had device " << gpus - 1);
-  CHECK(current_device() == gpus - 1);
+  call_keeps_device(gpus - 1, what, kLimit, kHint, call);
+}
+std::string describe(const std::vector<int>& devices) {
+  return "devices " + show(devices);
 }
 
-std::string describe(const std::vector<int>& devices) {
-  std::string s = "devices {";
-  for (std::size_t k = 0; k < devices.size(); ++k) s += (k ? ", " : "") + std::to_string(devices[k]);
-  return s + "}";
+// launch_gemv on W and x that start `offset` floats into their buffers, on device 0.
+void check_gemv(const Problem& p, std::size_t offset, const course::Stream& stream, const std::string& what) {
+  const course::DeviceBuffer<float> W(0, p.W.size() + offset), x(0, p.n + offset);
+  upload<float>(W.data() + offset, 0, p.W);
+  upload<float>(x.data() + offset, 0, p.x);
+  RootVectors out(0, p);
+  within_limit("launch_gemv", [&] {
+    launch_gemv(W.data() + offset, x.data() + offset, out.y.data(), p.m, p.n, stream);
+    stream.synchronize();
+  });
+  check_y(p, out.result(), what);
 }
 
 }  // namespace
@@ -287,18 +177,7 @@ TEST_CASE("the gemv kernel matches a double-precision reference for every shape"
                                      {129, 1023}, {300, 4099}, {7, 100003}, {2048, 2048}, {4099, 5}};
   const course::Stream stream(0);
   std::uint64_t salt = 100;
-  for (const Shape shape : shapes) {
-    const Problem p = make_problem(shape.m, shape.n, ++salt);
-    const course::DeviceBuffer<float> W(0, p.W.size()), x(0, p.n);
-    if (!p.W.empty()) CUDA_CHECK(cudaMemcpy(W.data(), p.W.data(), W.bytes(), cudaMemcpyHostToDevice));
-    if (p.n > 0) CUDA_CHECK(cudaMemcpy(x.data(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
-    RootVectors out(0, p);
-    within_limit("launch_gemv", [&] {
-      launch_gemv(W.data(), x.data(), out.y.data(), p.m, p.n, stream);
-      stream.synchronize();
-    });
-    check_y(p, out.result(), "launch_gemv");
-  }
+  for (const Shape shape : shapes) check_gemv(make_problem(shape.m, shape.n, ++salt), 0, stream, "launch_gemv");
 }
 
 TEST_CASE("the gemv kernel reads rows and x that do not start on a 16-byte boundary",
@@ -306,18 +185,8 @@ TEST_CASE("the gemv kernel reads rows and x that do not start on a 16-byte bound
   require_gpus(1);
   // n % 4 == 0, but W and x start one float into their buffers: a float4 load there is misaligned.
   const course::Stream stream(0);
-  for (const Shape shape : {Shape{33, 64}, Shape{5, 1024}}) {
-    const Problem p = make_problem(shape.m, shape.n, 200 + shape.n);
-    const course::DeviceBuffer<float> W(0, p.W.size() + 1), x(0, p.n + 1);
-    CUDA_CHECK(cudaMemcpy(W.data() + 1, p.W.data(), p.W.size() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(x.data() + 1, p.x.data(), p.n * sizeof(float), cudaMemcpyHostToDevice));
-    RootVectors out(0, p);
-    within_limit("launch_gemv", [&] {
-      launch_gemv(W.data() + 1, x.data() + 1, out.y.data(), p.m, p.n, stream);
-      stream.synchronize();
-    });
-    check_y(p, out.result(), "launch_gemv on W + 1 and x + 1");
-  }
+  for (const Shape shape : {Shape{33, 64}, Shape{5, 1024}})
+    check_gemv(make_problem(shape.m, shape.n, 200 + shape.n), 1, stream, "launch_gemv on W + 1 and x + 1");
 }
 
 // ---- Tasks 2 and 3 ---------------------------------------------------------------------------------
@@ -370,8 +239,8 @@ void check_workers(Distribute distribute, Multiply multiply, bool by_rows, const
     REQUIRE(w.x.size() == cols.size());
     REQUIRE(w.y.size() == (by_rows ? rows.size() : p.m));
     if (w.W.size() > 0) {
-      CHECK(device_of(w.W.data()) == devices[k]);
-      CHECK(device_of(w.x.data()) == devices[k]);
+      CHECK(on_device(w.W.data(), devices[k]));
+      CHECK(on_device(w.x.data(), devices[k]));
       std::vector<float> block;
       for (std::size_t i = rows.begin; i < rows.end; ++i)
         block.insert(block.end(), p.W.begin() + i * p.n + cols.begin, p.W.begin() + i * p.n + cols.end);
@@ -393,18 +262,8 @@ void check_workers(Distribute distribute, Multiply multiply, bool by_rows, const
     if (by_rows) {
       CHECK(worker_y == std::vector<float>(y.begin() + w.rows.begin, y.begin() + w.rows.end));
     } else {  // its partial y: the product of its columns alone
-      Problem partial = p;
+      Problem partial = with_reference(p, w.cols);
       partial.n = w.cols.size();
-      for (std::size_t i = 0; i < p.m; ++i) {
-        double sum = 0, magnitude = 0;
-        for (std::size_t j = w.cols.begin; j < w.cols.end; ++j) {
-          const double term = static_cast<double>(p.W[i * p.n + j]) * p.x[j];
-          sum += term;
-          magnitude += std::fabs(term);
-        }
-        partial.y[i] = sum;
-        partial.bound[i] = 1.1 * static_cast<double>(partial.n + 2) * kUnitRoundoff * magnitude;
-      }
       std::vector<float> padded = worker_y;
       padded.push_back(NAN);
       check_y(partial, padded, "worker " + std::to_string(k) + "'s partial y");
@@ -412,7 +271,7 @@ void check_workers(Distribute distribute, Multiply multiply, bool by_rows, const
   }
   if (!by_rows) {
     CHECK(A.partials.size() == devices.size() * p.m);
-    if (A.partials.size() > 0) CHECK(device_of(A.partials.data()) == io.root);
+    if (A.partials.size() > 0) CHECK(on_device(A.partials.data(), io.root));
     REQUIRE(A.root_stream.has_value());
     CHECK(stream_device(*A.root_stream) == io.root);
   }
@@ -456,15 +315,7 @@ TEST_CASE("row blocks land on the devices listed, in their order", "[05-matvec][
 
 TEST_CASE("the row split runs its workers at the same time", "[05-matvec][task:2][gpus:2][points:1]") {
   require_gpus(2);
-  for (int a = 0; a < 2; ++a) {  // copies between the two go over the link where there is one
-    const course::DeviceGuard on(a);
-    int can = 0;
-    CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, 1 - a));
-    if (!can) continue;
-    const cudaError_t error = cudaDeviceEnablePeerAccess(1 - a, 0);
-    if (error != cudaErrorPeerAccessAlreadyEnabled) CUDA_CHECK(error);
-    (void)cudaGetLastError();
-  }
+  set_peer_access_by_runtime(true);  // copies between the two go over the link where there is one
   // 1 GB: about 0.3 ms of reading on one H100, well above the fixed costs of launches and copies.
   const std::size_t m = 16384, n = 16384;
   std::vector<float> W(m * n);
@@ -533,35 +384,23 @@ DistributedMatrix test_row_split(const std::vector<int>& devices, int root, cons
              course::DeviceBuffer<float>(d, p.n),
              course::DeviceBuffer<float>(d, rows.size()),
              course::Stream(d)};
-    if (w.W.size() > 0) {
-      const course::DeviceGuard on(d);
-      CUDA_CHECK(cudaMemcpy(w.W.data(), p.W.data() + rows.begin * p.n, w.W.bytes(), cudaMemcpyHostToDevice));
-    }
+    upload<float>(w.W.data(), d, std::span(p.W).subspan(rows.begin * p.n, w.W.size()));
     A.workers.push_back(std::move(w));
   }
   return A;
 }
 
 // The student's handles, destroyed with the student's destroy_cublas_handles when the case ends.
-struct StudentHandles {
-  explicit StudentHandles(const DistributedMatrix& A) : handles(create_cublas_handles(A)) {}
-  StudentHandles(const StudentHandles&) = delete;
-  StudentHandles& operator=(const StudentHandles&) = delete;
-  ~StudentHandles() {
-    try {
-      if (!handles.empty()) destroy_cublas_handles(handles);
-    } catch (...) {
-      (void)cudaGetLastError();
-    }
-  }
-  std::vector<CublasHandle> handles;
-};
+using StudentHandles = Owned<std::vector<CublasHandle>>;
+void destroy_handles(std::vector<CublasHandle>& handles) {
+  if (!handles.empty()) destroy_cublas_handles(handles);
+}
 
 // Each handle was made by cublasCreate with its worker's device current, and every cublasSgemv
 // with it ran while that device was current.
 void check_handle_devices(const DistributedMatrix& A, const std::vector<CublasHandle>& handles) {
   for (std::size_t k = 0; k < handles.size() && k < A.workers.size(); ++k) {
-    const HandleRecord record = record_of(handles[k].handle);
+    const CublasHandleRecord record = cublas_record_of(handles[k].handle);
     INFO("worker " << k << " on device " << A.workers[k].device << ": its handle was made with device "
                    << record.created_on << " current (-1: not by cublasCreate), and " << record.gemv_on_other_device
                    << " of its " << record.gemv_calls << " cublasSgemv calls had another device current");
@@ -595,8 +434,8 @@ TEST_CASE("every worker gets its own cuBLAS handle, made on its device, bound to
     RootVectors io(gpus - 1, p);
     DistributedMatrix A = test_row_split(devices, io.root, p);
     std::optional<StudentHandles> made;
-    from_last_device(gpus, "create_cublas_handles", [&] { made.emplace(A); });
-    std::vector<CublasHandle>& handles = made->handles;
+    from_last_device(gpus, "create_cublas_handles", [&] { made.emplace(create_cublas_handles(A), destroy_handles); });
+    std::vector<CublasHandle>& handles = made->value;
     INFO(describe(devices));
     REQUIRE(handles.size() == devices.size());
     std::set<cublasHandle_t> distinct;
@@ -617,7 +456,7 @@ TEST_CASE("every worker gets its own cuBLAS handle, made on its device, bound to
     from_last_device(gpus, "destroy_cublas_handles", [&] { destroy_cublas_handles(handles); });
     CHECK(handles.empty());
     for (const CublasHandle& h : kept) {
-      const HandleRecord record = record_of(h.handle);
+      const CublasHandleRecord record = cublas_record_of(h.handle);
       INFO("a handle made with device " << record.created_on << " current was destroyed " << record.destroyed
                                         << " times, the last with device " << record.destroyed_on << " current");
       CHECK(record.destroyed == 1);
@@ -636,9 +475,9 @@ TEST_CASE("the cuBLAS row split gives y for 1 to 4 workers, uneven splits includ
       const Problem p = make_problem(shape.m, shape.n, ++salt);
       RootVectors io(gpus - 1, p);
       DistributedMatrix A = test_row_split(devices, io.root, p);
-      const StudentHandles made(A);
+      const StudentHandles made(create_cublas_handles(A), destroy_handles);
       from_last_device(gpus, "multiply_rows_cublas",
-                       [&] { multiply_rows_cublas(A, made.handles, io.x.data(), io.y.data()); });
+                       [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); });
       check_y(p, io.result(), "multiply_rows_cublas on " + describe(devices), course::split_ranges(p.m, k));
     }
   }
@@ -653,10 +492,10 @@ TEST_CASE("cuBLAS handles are made on each worker's device whatever device the c
       RootVectors io(0, p);
       DistributedMatrix A = test_row_split(devices, io.root, p);
       CUDA_CHECK(cudaSetDevice(caller));
-      const StudentHandles made(A);
-      within_limit("multiply_rows_cublas", [&] { multiply_rows_cublas(A, made.handles, io.x.data(), io.y.data()); });
+      const StudentHandles made(create_cublas_handles(A), destroy_handles);
+      within_limit("multiply_rows_cublas", [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); });
       INFO(describe(devices) << ", device " << caller << " current when the handles were made");
-      check_handle_devices(A, made.handles);
+      check_handle_devices(A, made.value);
       check_y(p, io.result(), "multiply_rows_cublas");
     }
   }
@@ -676,25 +515,7 @@ void require_managed_access(const std::vector<int>& devices) {
 }
 
 // The student's managed matrix, freed with the student's free_managed when the case ends.
-struct StudentManaged {
-  StudentManaged(std::span<const int> devices, std::size_t m, std::size_t n) : A(allocate_managed(devices, m, n)) {}
-  StudentManaged(const StudentManaged&) = delete;
-  StudentManaged& operator=(const StudentManaged&) = delete;
-  ~StudentManaged() {
-    try {
-      free_managed(A);
-    } catch (...) {
-      (void)cudaGetLastError();
-    }
-  }
-  ManagedMatrix A;
-};
-
-bool is_managed(const void* pointer) {
-  cudaPointerAttributes attributes{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
-  return attributes.type == cudaMemoryTypeManaged;
-}
+using StudentManaged = Owned<ManagedMatrix>;
 
 int range_attribute(cudaMemRangeAttribute attribute, const void* pointer, std::size_t bytes) {
   int value = -100;
@@ -713,8 +534,8 @@ void check_placement(const std::vector<int>& devices, int gpus) {
   // Rows of 2 MiB: every block starts and ends on a page boundary (pages are 2 MiB at most), so no
   // page is shared by two workers and each block can be asked about as a whole.
   const std::size_t n = std::size_t{1} << 19, m = 2 * devices.size() + 1;
-  StudentManaged made(devices, m, n);
-  ManagedMatrix& A = made.A;
+  StudentManaged made(allocate_managed(devices, m, n), free_managed);
+  ManagedMatrix& A = made.value;
   REQUIRE((A.W != nullptr && A.x != nullptr && A.y != nullptr && A.rows.size() == devices.size()));
   std::fill(A.W, A.W + m * n, 0.5f);  // first touched by the host: the pages start in host memory
   std::fill(A.x, A.x + n, 0.25f);
@@ -760,8 +581,9 @@ TEST_CASE("the managed product gives y for 1 to 4 workers, with and without plac
     for (const Shape shape : {Shape{1, 1}, Shape{10, 7}, Shape{37, 1024}, Shape{257, 33}, Shape{5, 0}, Shape{0, 3}}) {
       const Problem p = make_problem(shape.m, shape.n, ++salt);
       std::optional<StudentManaged> made;
-      from_last_device(gpus, "allocate_managed", [&] { made.emplace(devices, p.m, p.n); });
-      ManagedMatrix& A = made->A;
+      from_last_device(gpus, "allocate_managed",
+                       [&] { made.emplace(allocate_managed(devices, p.m, p.n), free_managed); });
+      ManagedMatrix& A = made->value;
       INFO(describe(devices) << ", W " << p.m << " x " << p.n);
       CHECK((A.m == p.m && A.n == p.n && A.devices == devices));
       CHECK(A.rows == course::split_ranges(p.m, k));
@@ -769,7 +591,7 @@ TEST_CASE("the managed product gives y for 1 to 4 workers, with and without plac
       for (int w = 0; w < k; ++w) CHECK(stream_device(A.streams[w]) == devices[w]);
       REQUIRE(((A.W != nullptr) == (p.m * p.n > 0) && (A.x != nullptr) == (p.n > 0) && (A.y != nullptr) == (p.m > 0)));
       for (const float* pointer : {A.W, A.x, A.y})
-        if (pointer != nullptr) CHECK(is_managed(pointer));
+        if (pointer != nullptr) CHECK(placement_of(pointer).type == cudaMemoryTypeManaged);
       std::copy(p.W.begin(), p.W.end(), A.W);
       std::copy(p.x.begin(), p.x.end(), A.x);
       std::fill(A.y, A.y + p.m, NAN);

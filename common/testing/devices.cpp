@@ -44,6 +44,20 @@ Placement placement_of(const void* pointer) {
   return where;
 }
 
+int stream_device(cudaStream_t stream) {
+  int device = -1;
+  CUDA_CHECK(cudaStreamGetDevice(stream, &device));
+  return device;
+}
+
+void call_keeps_device(int device, const std::string& what, std::chrono::seconds limit, const std::string& hint,
+                       const std::function<void()>& call) {
+  CUDA_CHECK(cudaSetDevice(device));
+  run_with_watchdog(what, limit, hint, call);
+  INFO(what << " left device " << current_device() << " current; the caller had device " << device);
+  CHECK(current_device() == device);
+}
+
 bool runtime_can_access(int device, int peer) {
   int can_access = 0;
   CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, device, peer));

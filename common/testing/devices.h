@@ -9,11 +9,16 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../check.h"
+#include "../device_guard.h"
 #include "gpu_test.h"
 
 namespace course::testing {
@@ -27,6 +32,32 @@ struct Placement {
   std::string describe() const;  // "device memory of GPU 1", "unregistered host memory", ...
 };
 Placement placement_of(const void* pointer);
+
+// The device a stream belongs to (CUDA_CHECK on cudaStreamGetDevice).
+int stream_device(cudaStream_t stream);
+
+// `count` elements from the memory of `device` at `device_ptr` (none: no CUDA call).
+template <class T>
+std::vector<T> read_back(const T* device_ptr, int device, std::size_t count) {
+  std::vector<T> values(count);
+  if (count == 0) return values;
+  const DeviceGuard on(device);
+  CUDA_CHECK(cudaMemcpy(values.data(), device_ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return values;
+}
+
+// The values into the memory of `device` at `device_ptr` (none: no CUDA call).
+template <class T>
+void upload(T* device_ptr, int device, std::span<const T> values) {
+  if (values.empty()) return;
+  const DeviceGuard on(device);
+  CUDA_CHECK(cudaMemcpy(device_ptr, values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
+}
+
+// Makes `device` current, runs `call` under the watchdog, then CHECKs that `device` is current
+// again: the code under test gives the caller its device back.
+void call_keeps_device(int device, const std::string& what, std::chrono::seconds limit, const std::string& hint,
+                       const std::function<void()>& call);
 
 // ---- peer access ----
 

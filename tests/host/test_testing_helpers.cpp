@@ -3,12 +3,17 @@
 //
 // Host tests of the test helpers that need no GPU: the overlap verdict (a ratio against a limit
 // halfway between perfect overlap and one after another), the worker lists every lesson from 02
-// on runs, and the sizes with their edges. A helper that judged wrongly would grade wrongly.
+// on runs, the sizes with their edges, and what Owned releases. A helper that judged wrongly would
+// grade wrongly.
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/testing/overlap.h"
+#include "common/testing/owned.h"
 #include "common/testing/workers.h"
 
 using namespace course::testing;
@@ -56,4 +61,16 @@ TEST_CASE("the sizes for k workers include 0, 1, fewer than k and a remainder", 
   const std::vector<std::size_t> sizes = sizes_for(3);
   CHECK(sizes == std::vector<std::size_t>{0, 1, 2, 4, 4099 * 3 + 1, (std::size_t{1} << 20) + 3});
   for (const std::size_t n : sizes) CHECK((n < 3 || n % 3 != 0));  // never an even split: the tail matters
+}
+
+TEST_CASE("an owned value is released once when its scope ends, and a throwing release is swallowed",
+          "[host][testing]") {
+  std::vector<std::string> released;
+  {
+    Owned<std::string> owned("slices", [&](std::string& value) { released.push_back(value); });
+    CHECK(owned.value == "slices");
+    owned.value = "changed";  // the release sees the value as the test left it
+  }
+  CHECK(released == std::vector<std::string>{"changed"});
+  CHECK_NOTHROW([&] { Owned<int> throwing(1, [](int&) { throw std::runtime_error("release failed"); }); }());
 }
