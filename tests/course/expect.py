@@ -14,7 +14,8 @@ The course's own test suite (Meson) runs this on three kinds of build of each le
                                          (with --catches, that case must fail)
 
 The cases run in one process, and alone any case that crashed or hung there
-(tests/grader/catch2_runner.py); one line is printed per case. Exit status: 0 as expected, 77 skipped (the cases that mattered were all
+(tests/grader/catch2_runner.py); with --catches, only the named cases run, each alone. One
+line is printed per case. Exit status: 0 as expected, 77 skipped (the cases that mattered were all
 skipped for lack of hardware; Meson shows SKIP), 1 not as expected, with the reasons.
 """
 
@@ -47,12 +48,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_all(program: Path, timeout: float, catches: list[str]) -> list[runner.CaseResult]:
-    """Runs every listed case, printing one line per case. A case named by --catches that did
-    not pass in the shared run runs again alone, so it is shown to fail on its own account and
-    not because an earlier case broke the CUDA context."""
+    """Runs the listed cases, printing one line per case. With --catches only the named cases
+    run, each alone: a known-wrong implementation must fail the case that names its mistake on
+    that case's own account (not because an earlier case broke the CUDA context), and the
+    other cases need not run for that."""
     cases = runner.list_cases(program, timeout=timeout).cases
-    results = runner.run_cases(program, cases, timeout,
-                               retry_alone=lambda r: r.case.name in catches and r.status != runner.PASSED)
+    if catches:
+        results = [runner.run_case(program, case, timeout) for case in cases if case.name in catches]
+    else:
+        results = runner.run_cases(program, cases, timeout)
     for result in results:
         detail = f": {result.summary}" if result.summary else ""
         print(f"{result.status.upper():9} {result.case.name}{detail}", flush=True)
