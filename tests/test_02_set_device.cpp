@@ -330,11 +330,22 @@ TEST_CASE("an empty device list or a device the machine does not have is an erro
   INFO("allocate_slices(16, {0, " << count << "}) on a machine with " << count
                                   << " GPU(s) must throw course::ApiError (CUDA_CHECK(cudaSetDevice(...)) does)");
   CHECK_THROWS_AS(allocate_slices(16, Devices{0, count}), course::ApiError);
+  CHECK_THROWS_AS(allocate_slices(16, Devices{-1}), course::ApiError);
   (void)cudaGetLastError();
   if (count > 0) CHECK(current_device() == 0);
 }
 
 // ---- Task 2 ---------------------------------------------------------------------------------
+
+TEST_CASE("an empty list of workers does nothing and makes no CUDA call", "[02-set-device][task:2][gpus:0][points:1]") {
+  // Runs on any machine: with no GPU, any CUDA call would fail.
+  int calls = 0;
+  CHECK_NOTHROW(run_on_all_devices(Devices{}, [&](int, int, cudaStream_t) { ++calls; }));
+  CHECK_NOTHROW(scale_slices(std::vector<Slice>{}, std::vector<Slice>{}, 2.0f));
+  std::vector<Slice> none;
+  CHECK_NOTHROW(free_slices(none));
+  CHECK(calls == 0);
+}
 
 TEST_CASE("each worker's work runs once with its device current and a stream of its own",
           "[02-set-device][task:2][gpus:1][points:1]") {
@@ -385,6 +396,12 @@ TEST_CASE("workers on distinct GPUs run at the same time instead of one after an
 }
 
 // ---- Task 3 ---------------------------------------------------------------------------------
+
+TEST_CASE("an empty list of worker threads does nothing", "[02-set-device][task:3][gpus:0][points:1]") {
+  int calls = 0;
+  CHECK_NOTHROW(run_one_thread_per_device(Devices{}, [&](int, int, cudaStream_t) { ++calls; }));
+  CHECK(calls == 0);
+}
 
 TEST_CASE("each worker runs on a thread of its own with a stream of its own",
           "[02-set-device][task:3][gpus:1][points:1]") {

@@ -176,13 +176,15 @@ TEST_CASE("every entry of the peer matrix matches what the runtime says",
 TEST_CASE("the peer matrix prints like nvidia-smi topo -m with one row per accessing device",
           "[03-peer-access][task:1][gpus:0][points:1]") {
   // Made up and deliberately one-sided, so that rows and columns cannot be swapped unnoticed:
-  // GPU0 reaches GPU1 and GPU2, GPU1 reaches only GPU0, GPU2 reaches nobody.
+  // GPU0 reaches GPU1 and GPU2, GPU1 reaches only GPU0, GPU2 reaches nobody: its link to GPU0 has
+  // attributes but cannot be enabled, and '-' follows can_access alone.
   PeerMatrix matrix;
   matrix.device_count = 3;
   matrix.links.assign(3, std::vector<PeerLink>(3));
   matrix.links[0][1] = PeerLink{true, 0, true, true};
   matrix.links[0][2] = PeerLink{true, 2, true, false};
   matrix.links[1][0] = PeerLink{true, 1, true, true};
+  matrix.links[2][0] = PeerLink{false, 3, true, true};
   std::ostringstream out;
   print_peer_matrix(out, matrix);
   const auto lines = nonempty_lines(out.str());

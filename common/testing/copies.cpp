@@ -44,7 +44,8 @@ void check_copies(const CopySet& set, const CopyCall& copy) {
     const Comparison comparison = compare_exact(got.data(), input.data(), bytes);
     INFO("the bytes that arrived: " << comparison.describe());
     CHECK(comparison.ok());
-    const auto written_after_end = std::count_if(got.begin() + static_cast<std::ptrdiff_t>(bytes), got.end(),
+    const auto guard = got.begin() + static_cast<std::ptrdiff_t>(bytes);  // what this copy read back
+    const auto written_after_end = std::count_if(guard, guard + static_cast<std::ptrdiff_t>(kGuardBytes),
                                                  [](std::uint8_t b) { return b != course::kPoisonByte; });
     INFO(written_after_end << " of the " << kGuardBytes << " bytes after the end were written");
     CHECK(written_after_end == 0);

@@ -22,6 +22,8 @@ skipped for lack of hardware; Meson shows SKIP), 1 not as expected, with the rea
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,12 +40,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="what kind of implementation PROGRAM was built with")
     parser.add_argument("--catches", action="append", default=[], metavar="CASE",
                         help="with --expect wrong: this case must fail (may be repeated)")
+    parser.add_argument("--needs-gpus", type=int, default=0, metavar="G",
+                        help="with --expect wrong: the mistake shows only with G distinct GPUs; with fewer "
+                             "the check is skipped (77), since the cases that catch it cannot see it here")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds per case (default: %(default)g)")
     parser.add_argument("program", type=Path, help="the lesson's test program")
     args = parser.parse_args(argv)
-    if args.catches and args.expect != "wrong":
-        parser.error("--catches only goes with --expect wrong")
+    if (args.catches or args.needs_gpus) and args.expect != "wrong":
+        parser.error("--catches and --needs-gpus only go with --expect wrong")
     return args
 
 
@@ -61,6 +66,17 @@ def run_all(program: Path, timeout: float, catches: list[str]) -> list[runner.Ca
         detail = f": {result.summary}" if result.summary else ""
         print(f"{result.status.upper():9} {result.case.name}{detail}", flush=True)
     return results
+
+
+def gpus_found() -> int:
+    """The GPUs this machine shows, from the grader's own probe, in a process of its own (this
+    one then holds no CUDA state while the test program runs)."""
+    probe = Path(__file__).resolve().parents[1] / "grader" / "gpu_probe.py"
+    try:
+        done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=120)
+        return int(json.loads(done.stdout.splitlines()[0])["gpus"])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError, KeyError):
+        return 0
 
 
 def check_pass(results: list[runner.CaseResult]) -> tuple[int, list[str]]:
@@ -112,6 +128,12 @@ def check_wrong(results: list[runner.CaseResult], catches: list[str]) -> tuple[i
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.needs_gpus:
+        found = gpus_found()
+        if found < args.needs_gpus:
+            print(f"this mistake shows only with {args.needs_gpus} GPUs, found {found}: not judged here")
+            print("expect wrong: skipped")
+            return EXIT_SKIP
     try:
         results = run_all(args.program, args.timeout, args.catches)
     except (runner.ProgramError, OSError) as error:
