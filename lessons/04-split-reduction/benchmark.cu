@@ -8,7 +8,7 @@
 // page migration inside the timed region, each measured on its own. Ends with PASS/FAIL lines for
 // the reference solution's targets; targets that need more GPUs than this machine has print
 // "not measured". GB = 10^9 bytes. Run: meson test -C build --benchmark --suite 04-split-reduction,
-// or build/tests/bench-04 (yours), build/tests/solution-bench-04 (the reference).
+// or build/tests/bench-04.
 #include <cuda_runtime.h>
 
 #include <algorithm>

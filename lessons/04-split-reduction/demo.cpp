@@ -6,7 +6,7 @@
 // split over three workers (three GPUs where there are three, else three workers on GPU 0) with
 // both combines, from pinned host memory serial and overlapped, and a short 1-worker-vs-split
 // timing table. A task not done yet prints its NOT_IMPLEMENTED line and the demo goes on.
-// Run it as build/tests/demo-04 (yours) or build/tests/solution-demo-04 (the reference).
+// Run it as build/tests/demo-04.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -9,8 +9,7 @@
 // split wins and one where it loses. Every figure is host-timed (the call returns when y is done)
 // after a warm-up: min, median and max of 20 runs; GB = 10^9 bytes. It ends with PASS/FAIL lines
 // for the reference solution's targets; those that need more GPUs than found say so.
-// Run: meson test -C build --benchmark --suite 05-matvec, or build/tests/bench-05 (yours),
-// build/tests/solution-bench-05 (the reference).
+// Run: meson test -C build --benchmark --suite 05-matvec, or build/tests/bench-05.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <unistd.h>

@@ -5,9 +5,8 @@
 // 3000 x 2001 matrix. It prints where each worker's block lives, how far each product is from a
 // double-precision reference, which device each cuBLAS handle was made on, and where the managed
 // blocks ended up. A task not done yet prints its NOT_IMPLEMENTED line and the demo goes on.
-// Run it as build/tests/demo-05 (yours) or build/tests/solution-demo-05 (the reference), with the
-// devices as arguments (build/tests/demo-05 0 0 1); by default every GPU once, or three workers on
-// GPU 0 when there is only one.
+// Run it as build/tests/demo-05, with the devices as arguments (build/tests/demo-05 0 0 1); by
+// default every GPU once, or three workers on GPU 0 when there is only one.
 #include <cuda_runtime.h>
 
 #include <algorithm>

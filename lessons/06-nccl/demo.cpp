@@ -6,7 +6,7 @@
 // you can check by eye, lesson 04's sum as one all-reduce, and the bandwidth sums of task 6 for a
 // made-up timing. The one-process-per-GPU tasks run under the test program (they need the course's
 // launcher). A task not done yet prints its NOT_IMPLEMENTED line and the demo goes on.
-// Run it as build/tests/demo-06 (yours) or build/tests/solution-demo-06 (the reference).
+// Run it as build/tests/demo-06.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
