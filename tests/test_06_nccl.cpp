@@ -15,12 +15,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <limits>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,6 +32,7 @@
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/rank_launcher.h"
+#include "common/testing/stream_gate.h"
 #include "nccl_collectives.h"
 
 using namespace lesson06;
@@ -41,6 +40,7 @@ using course::testing::case_seed;
 using course::testing::current_device;
 using course::testing::require_gpus;
 using course::testing::run_with_watchdog;
+using course::testing::StreamGate;
 using namespace std::chrono_literals;
 
 namespace {
@@ -131,43 +131,19 @@ std::string first_difference(const std::vector<float>& got, const std::vector<fl
   return out.str();
 }
 
+// CHECKs that `got`, from `offset`, agrees with `expected`; a failure names the first mismatch.
+void check_agrees(const std::vector<float>& got, const std::vector<float>& expected, std::size_t offset = 0,
+                  double tolerance = 0) {
+  const std::string difference = first_difference(got, expected, offset, tolerance);
+  INFO(difference);
+  CHECK(difference.empty());
+}
+
 bool is_poison(float value) {
   unsigned bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
   return bits == 0xFFFFFFFFu;
 }
-
-// Holds every later piece of work of one stream until open() (or the end of the scope); see
-// lesson 04's tests. A case runs the call once before it closes a gate (lazy module loading).
-class StreamGate {
- public:
-  explicit StreamGate(cudaStream_t stream) { CUDA_CHECK(cudaLaunchHostFunc(stream, &StreamGate::hold, this)); }
-  ~StreamGate() {
-    open();
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, 60s, [&] { return passed_; });
-  }
-  StreamGate(const StreamGate&) = delete;
-  StreamGate& operator=(const StreamGate&) = delete;
-  void open() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_ = true;
-    changed_.notify_all();
-  }
-
- private:
-  static void CUDART_CB hold(void* self) {
-    auto* gate = static_cast<StreamGate*>(self);
-    std::unique_lock<std::mutex> lock(gate->mutex_);
-    gate->changed_.wait(lock, [&] { return gate->open_; });
-    gate->passed_ = true;
-    gate->changed_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool open_ = false;
-  bool passed_ = false;
-};
 
 // ---- The ranks of tasks 4 and 5 (each a process of its own) -----------------------------------
 
@@ -233,9 +209,7 @@ void check_sums(const course::testing::RankLaunch& launch, int nranks, std::size
     REQUIRE(rank.exit_code == 0);
     const std::vector<float> got = parse_floats(field(rank.output, sum_key));
     REQUIRE(got.size() == count);
-    const std::string difference = first_difference(got, expected);
-    INFO(difference);
-    CHECK(difference.empty());
+    check_agrees(got, expected);
   }
 }
 
@@ -374,12 +348,10 @@ TEST_CASE("all-reduce sums and averages every rank's buffer in place and out of 
             INFO(g << " GPUs, " << n << " floats, " << (op == ncclSum ? "sum" : "avg") << ", "
                    << (in_place ? "in place" : "out of place") << ", rank " << k
                    << (in_place ? "" : "; the result belongs in recv[k], not in send[k]"));
-            const std::string difference = first_difference((in_place ? send : recv).read(k), expected, 0, tolerance);
-            INFO(difference);
-            CHECK(difference.empty());
+            check_agrees((in_place ? send : recv).read(k), expected, 0, tolerance);
             if (!in_place) {
               INFO("an out-of-place all-reduce leaves its send buffer as it was");
-              CHECK(first_difference(send.read(k), values[k]).empty());
+              check_agrees(send.read(k), values[k]);
             }
           }
         }
@@ -460,7 +432,7 @@ TEST_CASE("the all-reduce of every device from one thread finishes: one group ca
   }
   run_with_watchdog("all_reduce over " + std::to_string(count) + " GPUs from one thread", kCallLimit, kGroupHint,
                     [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
-  for (int k = 0; k < count; ++k) CHECK(first_difference(data.read(k), expected).empty());
+  for (int k = 0; k < count; ++k) check_agrees(data.read(k), expected);
 }
 
 TEST_CASE("lesson 04's split sum is one all-reduce of one double and lands on every rank",
@@ -552,9 +524,7 @@ TEST_CASE("broadcast from every root reaches every rank in place and out of plac
           for (int k = 0; k < g; ++k) {
             INFO(g << " GPUs, " << n << " floats, root " << root << ", rank " << k
                    << (in_place ? ", in place" : ", out of place"));
-            const std::string difference = first_difference(recv.read(k), values);
-            INFO(difference);
-            CHECK(difference.empty());
+            check_agrees(recv.read(k), values);
           }
         }
   }
@@ -578,9 +548,7 @@ TEST_CASE("reduce to every root sums onto the root and leaves the other ranks al
         run_with_watchdog("reduce", kCallLimit, kGroupHint,
                           [&] { reduce(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n, root); });
         INFO(g << " GPUs, " << n << " floats, root " << root);
-        const std::string difference = first_difference(recv.read(root), expected);
-        INFO(difference);
-        CHECK(difference.empty());
+        check_agrees(recv.read(root), expected);
         for (int k = 0; k < g; ++k)
           if (k != root) {
             const std::vector<float> untouched = recv.read(k);
@@ -614,9 +582,7 @@ TEST_CASE("all-gather puts rank r's block at r times count on every rank in plac
           for (int r = 0; r < g; ++r) {
             INFO(g << " GPUs, " << n << " floats per rank, rank " << k << ", block of rank " << r
                    << (in_place ? ", in place" : ", out of place"));
-            const std::string difference = first_difference(got, values[r], r * n);
-            INFO(difference);
-            CHECK(difference.empty());
+            check_agrees(got, values[r], r * n);
           }
         }
       }
@@ -644,10 +610,7 @@ TEST_CASE("reduce-scatter leaves block k of the sum on rank k in place too", "[0
         for (int k = 0; k < g; ++k) {
           INFO(g << " GPUs, " << n << " floats per rank, rank " << k << (in_place ? ", in place" : ", out of place"));
           const std::vector<float> block(sum.begin() + k * n, sum.begin() + (k + 1) * n);
-          const std::string difference =
-              in_place ? first_difference(send.read(k), block, k * n) : first_difference(recv.read(k), block);
-          INFO(difference);
-          CHECK(difference.empty());
+          check_agrees(in_place ? send.read(k) : recv.read(k), block, in_place ? k * n : 0);
         }
       }
   }
@@ -702,9 +665,7 @@ TEST_CASE("the column split finished by a reduce-scatter gives y = A x for uneve
           if (k * per_rank + i < rows) expected[i] = y[k * per_rank + i];
         INFO(g << " GPUs, A is " << rows << " x " << cols << ", rank " << k << " holds rows [" << k * per_rank << ", "
                << (k + 1) * per_rank << ")");
-        const std::string difference = first_difference(got, expected);
-        INFO(difference);
-        CHECK(difference.empty());
+        check_agrees(got, expected);
       }
     }
   }

@@ -23,17 +23,13 @@
 #include <vector>
 
 #include "../check.h"
+#include "../programs.h"
 #include "../random.h"
 
 namespace course::testing {
 
 int gpu_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear "no driver" / "no device" so it cannot leak into a later check
-    return 0;
-  }
-  return count;
+  return course::visible_gpu_count();
 }
 
 std::string gpu_inventory() {

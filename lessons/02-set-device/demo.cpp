@@ -21,6 +21,7 @@
 
 #include "common/check.h"
 #include "common/device_guard.h"
+#include "common/programs.h"
 #include "common/timer.h"
 #include "kernels.cuh"
 #include "set_device.h"
@@ -113,11 +114,7 @@ void scale_a_spread_buffer(const std::vector<int>& devices) {
 
 int main() {
   try {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-      (void)cudaGetLastError();
-      count = 0;
-    }
+    const int count = course::visible_gpu_count();
     std::cout << count << " GPU" << (count == 1 ? "" : "s") << " visible\n";
     if (count == 0) return 0;
 

@@ -24,19 +24,10 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
+#include "common/programs.h"
 #include "peer_access.h"
 
 namespace {
-
-void section(const std::string& title, const std::function<void()>& body) {
-  std::cout << "\n== " << title << '\n';
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::cout << "  stopped: " << e.what() << '\n';
-    (void)cudaGetLastError();  // do not let this section's error leak into the next one
-  }
-}
 
 // Copies `bytes` from GPU src to GPU dst with copy_between_devices and says how it went.
 void demo_copy(const std::string& label, int src, int dst, std::size_t bytes, const lesson03::PeerAccessState& state,
@@ -67,20 +58,16 @@ void demo_copy(const std::string& label, int src, int dst, std::size_t bytes, co
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    count = 0;
-  }
+  const int count = course::visible_gpu_count();
   std::cout << "Lesson 03 demo: peer access. " << count << " GPU" << (count == 1 ? "" : "s") << " visible.\n";
   if (count == 0) return 0;
   const int src = 0, dst = count > 1 ? 1 : 0;
 
-  section("Task 1: who can reach whom (rows: the device that reads and writes)",
-          [] { lesson03::print_peer_matrix(std::cout, lesson03::query_peer_matrix()); });
+  course::demo_section("Task 1: who can reach whom (rows: the device that reads and writes)",
+                       [] { lesson03::print_peer_matrix(std::cout, lesson03::query_peer_matrix()); });
 
   lesson03::PeerAccessState on;
-  section("Task 2: enable peer access everywhere it is possible, twice", [&] {
+  course::demo_section("Task 2: enable peer access everywhere it is possible, twice", [&] {
     (void)lesson03::enable_peer_access_all();
     on = lesson03::enable_peer_access_all();
     int pairs = 0;
@@ -91,7 +78,7 @@ int main() {
   });
 
   const std::size_t bytes = 64'000'000;
-  section("Task 3: copy 64 MB from GPU " + std::to_string(src) + " to GPU " + std::to_string(dst), [&] {
+  course::demo_section("Task 3: copy 64 MB from GPU " + std::to_string(src) + " to GPU " + std::to_string(dst), [&] {
     demo_copy("peer access on", src, dst, bytes, on, {});
     lesson03::CopyOptions forced;
     forced.force_staged = true;
@@ -106,29 +93,31 @@ int main() {
     on = lesson03::enable_peer_access_all();
   });
 
-  section("Task 4: a kernel on GPU " + std::to_string(src) + " reads GPU " + std::to_string(dst) + "'s memory", [&] {
-    if (!on.both_ways(src, dst)) {
-      std::cout << "  peer access " << src << " <-> " << dst << " is off: a kernel must not read the other's memory\n";
-      return;
-    }
-    const std::size_t n = 1'000'003;
-    std::vector<float> local(n), remote(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      local[i] = static_cast<float>(i % 1000);
-      remote[i] = static_cast<float>(2 * (i % 7));
-    }
-    const course::DeviceBuffer<float> local_d(src, n), out_d(src, n), remote_d(dst, n);
-    CUDA_CHECK(cudaMemcpy(local_d.data(), local.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(remote_d.data(), remote.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    lesson03::add_peer_buffer(src, out_d.data(), local_d.data(), dst, remote_d.data(), n);
-    std::vector<float> out(n);
-    CUDA_CHECK(cudaMemcpy(out.data(), out_d.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
-    std::size_t wrong = 0;
-    for (std::size_t i = 0; i < n; ++i) wrong += out[i] == local[i] + remote[i] ? 0 : 1;
-    std::cout << "  out[i] = local[i] + remote[i] for " << n << " elements: " << wrong << " wrong\n";
-  });
+  course::demo_section(
+      "Task 4: a kernel on GPU " + std::to_string(src) + " reads GPU " + std::to_string(dst) + "'s memory", [&] {
+        if (!on.both_ways(src, dst)) {
+          std::cout << "  peer access " << src << " <-> " << dst
+                    << " is off: a kernel must not read the other's memory\n";
+          return;
+        }
+        const std::size_t n = 1'000'003;
+        std::vector<float> local(n), remote(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          local[i] = static_cast<float>(i % 1000);
+          remote[i] = static_cast<float>(2 * (i % 7));
+        }
+        const course::DeviceBuffer<float> local_d(src, n), out_d(src, n), remote_d(dst, n);
+        CUDA_CHECK(cudaMemcpy(local_d.data(), local.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(remote_d.data(), remote.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        lesson03::add_peer_buffer(src, out_d.data(), local_d.data(), dst, remote_d.data(), n);
+        std::vector<float> out(n);
+        CUDA_CHECK(cudaMemcpy(out.data(), out_d.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) wrong += out[i] == local[i] + remote[i] ? 0 : 1;
+        std::cout << "  out[i] = local[i] + remote[i] for " << n << " elements: " << wrong << " wrong\n";
+      });
 
-  section("Task 5: one measurement (build/tests/bench-03 prints every pair)", [&] {
+  course::demo_section("Task 5: one measurement (build/tests/bench-03 prints every pair)", [&] {
     const lesson03::Measurement m = lesson03::measure_one_way(src, dst, std::size_t{256} << 20);
     std::cout << "  GPU " << src << " -> GPU " << dst << ", 256 MiB, peer access on: " << std::fixed
               << std::setprecision(1) << m.gigabytes_per_second << " GB/s (median of " << m.repeats << ")\n";

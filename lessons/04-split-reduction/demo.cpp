@@ -23,19 +23,10 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/partition.h"
+#include "common/programs.h"
 #include "split_reduction.h"
 
 namespace {
-
-void section(const std::string& title, const std::function<void()>& body) {
-  std::cout << "\n== " << title << '\n';
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::cout << "  stopped: " << e.what() << '\n';
-    (void)cudaGetLastError();
-  }
-}
 
 double ms_since(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
@@ -51,11 +42,7 @@ void report(const std::string& label, double got, double reference, double ms) {
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    count = 0;
-  }
+  const int count = course::visible_gpu_count();
   std::cout << "Lesson 04 demo: a split reduction. " << count << " GPU" << (count == 1 ? "" : "s") << " visible.\n";
   if (count == 0) return 0;
 
@@ -73,7 +60,7 @@ int main() {
   std::cout << "Workers: {" << devices[0] << ", " << devices[1] << ", " << devices[2] << "}"
             << (count >= 3 ? " (three GPUs)" : " (three workers on GPU 0: the split without the speed-up)") << '\n';
 
-  section("Task 1: the sum on GPU 0 with your kernel", [&] {
+  course::demo_section("Task 1: the sum on GPU 0 with your kernel", [&] {
     const course::DeviceBuffer<float> data(0, n);
     CUDA_CHECK(cudaMemcpy(data.data(), values.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     (void)lesson04::sum_on_device(0, data.data(), n);  // warm-up: loads the kernels
@@ -82,7 +69,7 @@ int main() {
     report("sum_on_device(0, ...)", got, reference, ms_since(begin));
   });
 
-  section("Task 2: one slice per worker, launched everywhere, then combined", [&] {
+  course::demo_section("Task 2: one slice per worker, launched everywhere, then combined", [&] {
     lesson04::SplitWorkspace workspace(devices);
     std::vector<course::DeviceBuffer<float>> buffers;
     std::vector<const float*> slices;
@@ -103,7 +90,7 @@ int main() {
     }
   });
 
-  section("Task 3: from pinned host memory, chunks of 16 MiB", [&] {
+  course::demo_section("Task 3: from pinned host memory, chunks of 16 MiB", [&] {
     course::PinnedBuffer<float> host(n);
     std::copy(values.begin(), values.end(), host.data());
     lesson04::SplitWorkspace workspace(devices);
@@ -120,7 +107,7 @@ int main() {
     }
   });
 
-  section("Task 4: one worker against the split (build/tests/bench-04 measures much more)", [&] {
+  course::demo_section("Task 4: one worker against the split (build/tests/bench-04 measures much more)", [&] {
     const std::vector<std::size_t> sizes = {1 << 12, 1 << 16, 1 << 20, 1 << 24, n};
     const lesson04::CrossoverReport r = lesson04::measure_crossover(devices, sizes, {3, 20});
     std::cout << "         n   one: min / median / max ms      split: min / median / max ms   speed-up\n";

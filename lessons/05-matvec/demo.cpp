@@ -22,22 +22,13 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
+#include "common/programs.h"
 #include "common/random.h"
 #include "matvec.h"
 
 namespace {
 
 constexpr std::size_t kRows = 3000, kCols = 2001;  // n % 4 != 0: task 1's scalar path
-
-void section(const std::string& title, const std::function<void()>& body) {
-  std::cout << "\n== " << title << '\n';
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::cout << "  stopped: " << e.what() << '\n';
-    (void)cudaGetLastError();  // do not let this section's error leak into the next one
-  }
-}
 
 struct Reference {
   std::vector<double> y, magnitude;  // the product, and sum_j |W_ij x_j| per row
@@ -92,8 +83,8 @@ void show_workers(const lesson05::DistributedMatrix& A) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+  const int count = course::visible_gpu_count();
+  if (count == 0) {
     std::cout << "demo-05: needs a GPU, found none\n";
     return 77;
   }
@@ -121,7 +112,7 @@ int main(int argc, char** argv) {
     course::poison_device(y_root.data(), y_root.bytes());
   };
 
-  section("Task 1: launch_gemv on GPU " + std::to_string(root), [&] {
+  course::demo_section("Task 1: launch_gemv on GPU " + std::to_string(root), [&] {
     const course::DeviceBuffer<float> W_root(root, W.size());
     const course::DeviceGuard on(root);
     CUDA_CHECK(cudaMemcpy(W_root.data(), W.data(), W_root.bytes(), cudaMemcpyHostToDevice));
@@ -131,21 +122,21 @@ int main(int argc, char** argv) {
     stream.synchronize();
     report(read(y_root, kRows), ref);
   });
-  section("Task 2: split by rows (distribute_rows, multiply_rows)", [&] {
+  course::demo_section("Task 2: split by rows (distribute_rows, multiply_rows)", [&] {
     lesson05::DistributedMatrix A = lesson05::distribute_rows(devices, root, W.data(), kRows, kCols);
     show_workers(A);
     poison_y();
     lesson05::multiply_rows(A, x_root.data(), y_root.data());
     report(read(y_root, kRows), ref);
   });
-  section("Task 3: split by columns (distribute_columns, multiply_columns)", [&] {
+  course::demo_section("Task 3: split by columns (distribute_columns, multiply_columns)", [&] {
     lesson05::DistributedMatrix A = lesson05::distribute_columns(devices, root, W.data(), kRows, kCols);
     show_workers(A);
     poison_y();
     lesson05::multiply_columns(A, x_root.data(), y_root.data());
     report(read(y_root, kRows), ref);
   });
-  section("Task 4: split by rows with one cuBLAS handle per worker", [&] {
+  course::demo_section("Task 4: split by rows with one cuBLAS handle per worker", [&] {
     lesson05::DistributedMatrix A = lesson05::distribute_rows(devices, root, W.data(), kRows, kCols);
     std::vector<lesson05::CublasHandle> handles = lesson05::create_cublas_handles(A);
     for (std::size_t k = 0; k < handles.size(); ++k)
@@ -156,7 +147,7 @@ int main(int argc, char** argv) {
     report(read(y_root, kRows), ref);
     lesson05::destroy_cublas_handles(handles);
   });
-  section("Task 5: managed memory, advised and prefetched", [&] {
+  course::demo_section("Task 5: managed memory, advised and prefetched", [&] {
     lesson05::ManagedMatrix A = lesson05::allocate_managed(devices, kRows, kCols);
     std::copy(W.begin(), W.end(), A.W);  // the host writes managed memory directly
     std::copy(x.begin(), x.end(), A.x);

@@ -20,19 +20,10 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/partition.h"
+#include "common/programs.h"
 #include "nccl_collectives.h"
 
 namespace {
-
-void section(const std::string& title, const std::function<void()>& body) {
-  std::cout << "\n== " << title << '\n';
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::cout << "  stopped: " << e.what() << '\n';
-    (void)cudaGetLastError();
-  }
-}
 
 std::vector<float> read(const course::DeviceBuffer<float>& buffer) {
   std::vector<float> out(buffer.size());
@@ -49,11 +40,7 @@ void print(const std::string& label, const std::vector<float>& values) {
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    count = 0;
-  }
+  const int count = course::visible_gpu_count();
   int nccl_version = 0;
   (void)ncclGetVersion(&nccl_version);
   std::cout << "Lesson 06 demo: NCCL " << nccl_version / 10000 << '.' << (nccl_version / 100) % 100 << '.'
@@ -69,7 +56,7 @@ int main() {
   for (const int d : devices) streams.emplace_back(d);
   for (const auto& s : streams) handles.push_back(s.get());
 
-  section("Task 1: a communicator per GPU", [&] {
+  course::demo_section("Task 1: a communicator per GPU", [&] {
     comms = lesson06::make_communicators(devices);
     for (std::size_t k = 0; k < comms.size(); ++k) {
       int ranks = 0, rank = 0, device = 0;
@@ -95,12 +82,12 @@ int main() {
     print("rank " + std::to_string(k) + " holds", mine);
   }
 
-  section("Task 2: all-reduce (sum) in place", [&] {
+  course::demo_section("Task 2: all-reduce (sum) in place", [&] {
     lesson06::all_reduce(comms, handles, const_pointers, pointers, n, ncclSum);
     for (int k = 0; k < count; ++k) print("rank " + std::to_string(k) + " now holds", read(buffers[k]));
   });
 
-  section("Task 2: lesson 04's sum of 0, 1, ..., 999999 as one all-reduce", [&] {
+  course::demo_section("Task 2: lesson 04's sum of 0, 1, ..., 999999 as one all-reduce", [&] {
     const std::size_t total = 1'000'000;
     std::vector<course::DeviceBuffer<float>> slices;
     std::vector<const float*> slice_pointers;
@@ -121,12 +108,12 @@ int main() {
     std::cout << "  " << std::fixed << std::setprecision(0) << sum << " (expected 499999500000)\n";
   });
 
-  section("Task 3: broadcast from the last rank", [&] {
+  course::demo_section("Task 3: broadcast from the last rank", [&] {
     lesson06::broadcast(comms, handles, const_pointers, pointers, n, count - 1);
     for (int k = 0; k < count; ++k) print("rank " + std::to_string(k) + " now holds", read(buffers[k]));
   });
 
-  section("Task 6: 512 MiB all-reduced in 2.5 ms on this many ranks", [&] {
+  course::demo_section("Task 6: 512 MiB all-reduced in 2.5 ms on this many ranks", [&] {
     const std::size_t bytes = std::size_t{512} << 20;
     std::cout << "  algbw " << std::fixed << std::setprecision(1) << lesson06::algbw_gb_per_s(bytes, 2.5e-3)
               << " GB/s, busbw " << lesson06::busbw_gb_per_s(lesson06::Collective::all_reduce, bytes, 2.5e-3, count)

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What the course's programs share (programs.h).
+#include "programs.h"
+
+#include <cuda_runtime.h>
+
+#include <exception>
+#include <iostream>
+
+namespace course {
+
+int visible_gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear "no driver" / "no device" so it cannot leak into a later call
+    return 0;
+  }
+  return count;
+}
+
+void demo_section(const std::string& title, const std::function<void()>& body) {
+  std::cout << "\n== " << title << '\n';
+  try {
+    body();
+  } catch (const std::exception& e) {
+    std::cout << "  stopped: " << e.what() << '\n';
+    (void)cudaGetLastError();  // do not let this section's error leak into the next one
+  }
+}
+
+}  // namespace course

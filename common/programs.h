@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What the course's programs share: counting the GPUs without failing on a machine that has none
+// (demos, benchmarks and the tests' skips), and running a demo in sections, so that a task not
+// done yet (NOT_IMPLEMENTED) or a CUDA error stops its own section only and the reader still
+// sees the rest.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace course {
+
+// The number of GPUs this process can use; 0 when there is no driver or no device, and then no
+// CUDA error is left behind for a later call to report.
+int visible_gpu_count();
+
+// Prints "== title", runs `body`, and on an exception prints "  stopped: <what>" and clears the
+// CUDA error state, so that the next section starts clean.
+void demo_section(const std::string& title, const std::function<void()>& body);
+
+}  // namespace course
