@@ -144,7 +144,7 @@ class MachineRecord:
     def get(self) -> dict:
         if self._record is not None:
             return self._record
-        self._record = machine.machine_record(None, self._grader.gpu_probe, self._grader.sandbox.description)
+        self._record = machine.machine_record(self._grader.gpu_probe, self._grader.sandbox.description)
         return self._record
 
 

@@ -61,12 +61,11 @@ class Settings:
 
 
 class Grader:
-    """Grades trees for one run. `inventory` is the first GPU inventory a test program printed:
-    kept for the logs only, never trusted (the machine record comes from the GPU probe)."""
+    """Grades trees for one run. What a graded program prints about the machine is never read:
+    the machine record and the GPU count come from the grader's own probe."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.inventory: dict | None = None
         self.warnings: list[str] = []
         self._baseline = Baseline(self)
         self.subreaper = limited_run.become_subreaper()
@@ -222,8 +221,6 @@ class Grader:
     # ------------------------------------------------------------------ helpers
 
     def _remember(self, listing: runner.Listing) -> None:
-        if self.inventory is None and listing.inventory is not None:
-            self.inventory = listing.inventory
         for case in listing.cases:
             for warning in case.warnings:
                 self.warn(warning)

@@ -75,11 +75,12 @@ def nccl_version() -> str:
     return UNKNOWN
 
 
-def machine_record(inventory: dict | None, probe: dict | None = None, sandbox: str = "off (unknown)") -> dict:
-    """Everything known about this machine; `inventory` is a test program's GPU inventory,
-    `probe` the grader's own GPU count (gpu_probe.py)."""
+def machine_record(probe: dict | None = None, sandbox: str = "off (unknown)") -> dict:
+    """Everything known about this machine, from the grader's own GPU probe (gpu_probe.py) and
+    nvidia-smi: a graded program's own inventory is never trusted."""
     smi = nvidia_smi_gpus()
-    if probe is not None:  # the grader's own view: a graded program's inventory is not trusted
+    inventory = None
+    if probe is not None:
         details = probe.get("details") or {}
         inventory = {"gpus_visible": probe["gpus"], "gpus": details.get("devices", UNKNOWN),
                      "driver_api": details.get("driver_api", UNKNOWN), "runtime": details.get("runtime", UNKNOWN),
