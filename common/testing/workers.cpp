@@ -14,7 +14,7 @@ std::vector<Devices> shared_gpu_lists() {
 
 std::vector<Devices> distinct_gpu_lists(int count) {
   if (count < 2) return {};
-  return {all_gpus(count), {count - 1, 0, count - 1}};
+  return {all_gpus(count), {count - 1, 0, count - 1, 0}};
 }
 
 std::vector<Devices> worker_lists(int count) {

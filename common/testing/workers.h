@@ -22,8 +22,9 @@ using Devices = std::vector<int>;
 
 // {0}, {0, 0}, {0, 0, 0}, {0, 0, 0, 0}: one GPU runs them.
 std::vector<Devices> shared_gpu_lists();
-// One worker per GPU, and the last GPU twice around GPU 0: {0, .., count-1}, {count-1, 0, count-1}.
-// Empty when count < 2.
+// One worker per GPU, and the last GPU and GPU 0 twice each: {0, .., count-1}, {count-1, 0, count-1, 0}.
+// The second ends on GPU 0, so a caller on the last GPU (the tests' habit) sees a device left
+// behind by the last worker. Empty when count < 2.
 std::vector<Devices> distinct_gpu_lists(int count);
 // Both of the above.
 std::vector<Devices> worker_lists(int count);
