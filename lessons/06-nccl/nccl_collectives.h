@@ -47,7 +47,8 @@ void destroy_communicators(std::vector<ncclComm_t>& comms);
 void all_reduce(std::span<const ncclComm_t> comms, std::span<const cudaStream_t> streams,
                 std::span<const float* const> send, std::span<float* const> recv, std::size_t count, ncclRedOp_t op);
 
-// Given (partial_sum.cu): enqueues on `stream` (of the current device) *sum = data[0] + ... +
+// Given (partial_kernels.cu): enqueues on `stream` (of the current device; std::logic_error when
+// the stream belongs to another GPU) *sum = data[0] + ... +
 // data[n-1] in double; n = 0 writes 0. Lesson 04's first task, in a plain version.
 void enqueue_partial_sum(const float* data, std::size_t n, double* sum, cudaStream_t stream);
 
@@ -88,8 +89,9 @@ constexpr std::size_t rows_per_rank(std::size_t rows, std::size_t ranks) {
   return (rows + ranks - 1) / ranks;
 }
 
-// Given (partial_sum.cu): enqueues on `stream` partial[i] = sum over j < cols of a[i * cols + j] *
-// x[j] for i < rows (a is row-major, rows x cols), and partial[i] = 0 for rows <= i < padded_rows.
+// Given (partial_kernels.cu): enqueues on `stream` (of the current device, as above)
+// partial[i] = sum over j < cols of a[i * cols + j] * x[j] for i < rows (a is row-major,
+// rows x cols), and partial[i] = 0 for rows <= i < padded_rows.
 void enqueue_partial_matvec(const float* a, const float* x, std::size_t rows, std::size_t cols, float* partial,
                             std::size_t padded_rows, cudaStream_t stream);
 

@@ -6,6 +6,9 @@
 // of lesson 05's column split. Both only enqueue; the caller decides when to wait.
 #include <cuda_runtime.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "common/check.h"
 #include "nccl_collectives.h"
 
@@ -39,15 +42,32 @@ __global__ void partial_rows(const float* a, const float* x, std::size_t rows, s
   partial[row] = static_cast<float>(sum);
 }
 
+// The contract says "on `stream` (of the current device)". CUDA 13 accepted a launch into another
+// GPU's stream without an error on the course's 2-GPU test host, so nothing else would tell you
+// that a rank's device was not made current; older runtimes fail the launch
+// (cudaErrorInvalidResourceHandle) and the CUDA guide still says it fails. Code that relies on
+// either behaviour is wrong: make rank k's device current before its launches.
+void require_stream_of_current_device(cudaStream_t stream, const char* what) {
+  int owner = -1, current = -1;
+  CUDA_CHECK(cudaStreamGetDevice(stream, &owner));
+  CUDA_CHECK(cudaGetDevice(&current));
+  if (owner != current)
+    throw std::logic_error(std::string(what) + ": the stream belongs to GPU " + std::to_string(owner) + " but GPU " +
+                           std::to_string(current) + " is current; call cudaSetDevice(" + std::to_string(owner) +
+                           ") before launching work on that rank's stream");
+}
+
 }  // namespace
 
 void enqueue_partial_sum(const float* data, std::size_t n, double* sum, cudaStream_t stream) {
+  require_stream_of_current_device(stream, "enqueue_partial_sum");
   sum_one_block<<<1, kThreads, 0, stream>>>(data, n, sum);
   CUDA_CHECK_LAUNCH();
 }
 
 void enqueue_partial_matvec(const float* a, const float* x, std::size_t rows, std::size_t cols, float* partial,
                             std::size_t padded_rows, cudaStream_t stream) {
+  require_stream_of_current_device(stream, "enqueue_partial_matvec");
   if (padded_rows == 0) return;
   const auto blocks = static_cast<unsigned>((padded_rows + kThreads - 1) / kThreads);
   partial_rows<<<blocks, kThreads, 0, stream>>>(a, x, rows, cols, partial, padded_rows);
