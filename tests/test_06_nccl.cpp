@@ -17,8 +17,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,6 +34,7 @@
 #include "common/partition.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/owned.h"
 #include "common/testing/rank_launcher.h"
 #include "common/testing/stream_gate.h"
 #include "nccl_collectives.h"
@@ -139,6 +143,30 @@ void check_agrees(const std::vector<float>& got, const std::vector<float>& expec
   CHECK(difference.empty());
 }
 
+// NCCL 2.28.3 (seen on an H100 and on H200s): an out-of-place ncclAvg on a ONE-rank communicator
+// leaves the last count % 4 floats of a large buffer unwritten (262147 floats: the last 3; with
+// two ranks, and in place, every element is right). This asks NCCL itself, once per count, with the course's
+// own calls; where NCCL shows it, the all-reduce case does not hold a student to that combination.
+bool nccl_one_rank_avg_leaves_a_tail(std::size_t n) {
+  static std::map<std::size_t, bool> seen;
+  if (const auto known = seen.find(n); known != seen.end()) return known->second;
+  const course::DeviceGuard on_device(0);
+  const std::vector<int> devices = {0};
+  ncclComm_t comm = nullptr;
+  NCCL_CHECK(ncclCommInitAll(&comm, 1, devices.data()));
+  bool wrong = false;
+  {
+    const course::Stream stream(0);
+    RankBuffers send(devices, n), recv(devices, n);
+    send.fill(0, std::vector<float>(n, 2.0f));
+    NCCL_CHECK(ncclAllReduce(send.pointers[0], recv.pointers[0], n, ncclFloat, ncclAvg, comm, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (const float v : recv.read(0)) wrong = wrong || v != 2.0f;
+  }
+  NCCL_CHECK(ncclCommDestroy(comm));
+  return seen[n] = wrong;
+}
+
 bool is_poison(float value) {
   unsigned bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
@@ -236,16 +264,37 @@ TEST_CASE(kTimeoutRankCase, "[.][06-nccl-rank]") {
   const std::chrono::milliseconds timeout(env_int("COURSE_RANK_TIMEOUT_MS", 5000));
   const ncclUniqueId id = course::testing::share_unique_id(context, 60s);
   const std::vector<float> input = rank_input(context.rank, count, seed);
-  if (env_int("COURSE_RANK_DIES", -1) == context.rank) {
+  const bool dies = env_int("COURSE_RANK_DIES", -1) == context.rank;
+  if (dies || env_int("COURSE_RANK_STALLS", -1) == context.rank) {
     // The course's own code, not the student's: join the communicator, then die before the
-    // all-reduce, as a crashed process would.
-    ncclComm_t comm = nullptr;
+    // all-reduce, as a crashed process would, or stall until rank 0 is done. The join does not
+    // block, so that this rank stops waiting as soon as rank 0 is done (a rank 0 that never joins).
+    const std::filesystem::path rank0_done = std::filesystem::path(context.dir) / "rank-0-done";
     CUDA_CHECK(cudaSetDevice(context.rank));
-    run_with_watchdog("the dying rank's ncclCommInitRank", kCallLimit, "the other rank never joined",
-                      [&] { NCCL_CHECK(ncclCommInitRank(&comm, context.nranks, id, context.rank)); });
-    course::testing::write_child_output("died after joining\n");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    ncclResult_t state = ncclCommInitRankConfig(&comm, context.nranks, id, context.rank, &config);
+    for (int waited_ms = 0; state == ncclInProgress && waited_ms < 60'000; waited_ms += 10) {
+      if (std::filesystem::exists(rank0_done)) break;
+      std::this_thread::sleep_for(10ms);
+      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+    }
+    if (state != ncclSuccess) {
+      course::testing::write_child_output(std::string("never joined: ") + ncclGetErrorString(state) + "\n");
+      std::_Exit(0);
+    }
+    course::testing::write_child_output(dies ? "died after joining\n" : "stalled after joining\n");
+    for (int waited_ms = 0; !dies && waited_ms < 45'000; waited_ms += 50) {
+      if (std::filesystem::exists(rank0_done)) break;
+      std::this_thread::sleep_for(50ms);
+    }
     std::_Exit(0);
   }
+  // However this rank's call ends (a result, an exception), a stalled peer is told it may go.
+  const course::testing::Owned<std::filesystem::path> done_file(
+      std::filesystem::path(context.dir) / ("rank-" + std::to_string(context.rank) + "-done"),
+      [](std::filesystem::path& file) { std::ofstream(file) << "done\n"; });
   RankOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
   run_with_watchdog(
@@ -328,6 +377,11 @@ TEST_CASE("all-reduce sums and averages every rank's buffer in place and out of 
     for (const std::size_t n : kCounts)
       for (const ncclRedOp_t op : {ncclSum, ncclAvg})
         for (const bool in_place : {false, true}) {
+          if (g == 1 && op == ncclAvg && !in_place && nccl_one_rank_avg_leaves_a_tail(n)) {
+            WARN("not tested: a one-rank out-of-place average of " << n << " floats (this NCCL leaves the last "
+                                                                   << n % 4 << " unwritten itself)");
+            continue;
+          }
           const auto values = random_per_rank(g, n, 300 + n);
           std::vector<float> expected(n, 0.0f);
           for (const auto& v : values)
@@ -758,9 +812,28 @@ TEST_CASE("a rank whose peer dies after joining gives up within its timeout and 
   env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
   env["COURSE_RANK_DIES"] = "1";  // rank 1 joins the communicator, then exits before the all-reduce
   const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s);
+  check_gives_up(launch, 0, timeout_ms, true);  // NCCL may see the death and report it early
   INFO("rank 1 wrote: " << launch.ranks[1].output);
   CHECK(launch.ranks[1].output.find("died after joining") != std::string::npos);
-  check_gives_up(launch, 0, timeout_ms, true);
+}
+
+TEST_CASE("a rank whose peer joins and then stalls gives up at its deadline and says why",
+          "[06-nccl][task:5][gpus:2][points:2]") {
+  require_gpus(2);
+  const long timeout_ms = 5000;
+  auto env = job_env(1 << 20, case_seed(560));
+  env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
+  // Rank 1 joins the communicator and never calls the all-reduce, as a process stuck elsewhere
+  // would: nothing fails, so only rank 0's own deadline ends its wait.
+  env["COURSE_RANK_STALLS"] = "1";
+  // NCCL connects the ranks' channels during the first collective unless told to at init; at init
+  // (both ranks are there) the all-reduce is enqueued at once and only the wait for the stream is
+  // left to the deadline.
+  env["NCCL_RUNTIME_CONNECT"] = "0";
+  const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s);
+  check_gives_up(launch, 0, timeout_ms, false);
+  INFO("rank 1 wrote: " << launch.ranks[1].output);
+  CHECK(launch.ranks[1].output.find("stalled after joining") != std::string::npos);
 }
 
 TEST_CASE("a timeout that is not positive and a rank outside the job are rejected before any NCCL call",
