@@ -3,7 +3,7 @@
 # Copyright (c) 2026 The multi-GPU course authors
 #
 # The course's structure check (suite `course`): every lesson has its reading, contract,
-# starter with TODO(task N) markers, solution, test file and table entry; the task numbers
+# starter with TODO(task N) markers, solution, test files (each built) and table entry; the task numbers
 # agree between the README, the starter and the test tags; every graded test case carries
 # its tags and is named in the README's "What the tests check" table; the table's student file
 # is the one the grader takes from a submission (tests/grader/course_layout.py decides that, and
@@ -46,6 +46,26 @@ def student_file(lesson, table):
         return None, None
     starter = lesson / m.group(1)
     return starter.with_suffix(".h"), starter
+
+
+def lesson_entry(lesson, table):
+    """The text of the lesson's entry in the table of tests/meson.build ('' when it has none)."""
+    m = re.search(r"'folder':\s*'" + re.escape(lesson.name) + r"'", table)
+    if not m:
+        return ""
+    end = re.compile(r"'folder':|^\]", re.M).search(table, m.end())
+    return table[m.start():end.start() if end else len(table)]
+
+
+def test_files(root, lesson, table):
+    """(the lesson's test sources as the build lists them, those on disk): test_NN_name.cpp, and
+    where the entry has 'tests', that list; on disk, every tests/test_NN_name*.cpp."""
+    stem = f"test_{lesson.name.replace('-', '_')}"
+    m = re.search(r"'tests':\s*\[([^\]]*)\]", lesson_entry(lesson, table))
+    listed = re.findall(r"'([^']+)'", m.group(1)) if m else [f"{stem}.cpp"]
+    on_disk = sorted(p.name for p in (root / "tests").glob(f"{stem}*.cpp")
+                     if p.stem == stem or p.stem.startswith(stem + "_"))
+    return [root / "tests" / name for name in listed], on_disk
 
 
 def section_text(readme_text, title):
@@ -95,14 +115,17 @@ def check_lesson(root, lesson, table):
     readme = lesson / "README.md"
     header, starter = student_file(lesson, table)
     solution = root / "solutions" / name / starter.name if starter else None
-    test = root / "tests" / f"test_{name.replace('-', '_')}.cpp"
-
     if starter is None:
         return [f"{name}: not listed (with its 'student' file) in the lesson table of tests/meson.build"]
+    tests, on_disk = test_files(root, lesson, table)
     for path, what in [(readme, "README.md"), (header, "a contract header"), (starter, "a starter file"),
-                       (solution, "a solution"), (test, "a test file")]:
+                       (solution, "a solution")] + [(t, "a test file") for t in tests]:
         if path is None or not path.exists():
             problems.append(f"{name}: no {what}" + (f" ({path.relative_to(root)})" if path else ""))
+    unbuilt = sorted(set(on_disk) - {t.name for t in tests})
+    if unbuilt:
+        problems.append(f"{name}: tests/{', tests/'.join(unbuilt)} not in the entry's 'tests' list of "
+                        "tests/meson.build: its cases would never run")
     if problems:
         return problems
 
@@ -115,8 +138,8 @@ def check_lesson(root, lesson, table):
     readme_tasks = set(re.findall(r"^###+ Task (\d+)", readme_text, re.M))
     todo_tasks = set(re.findall(r"TODO\(task (\d+)\)", starter_text))
     stub_tasks = set(re.findall(r'NOT_IMPLEMENTED\("task (\d+)"\)', starter_text))
-    test_text = test.read_text()
-    cases = TEST_CASE.findall(test_text)
+    test_texts = {t.name: t.read_text() for t in tests}
+    cases = [case for text in test_texts.values() for case in TEST_CASE.findall(text)]
     tag_tasks = set()
     for case_name, tags in cases:
         if "[." in tags:  # hidden helper cases (run as child processes) are not graded
@@ -137,7 +160,8 @@ def check_lesson(root, lesson, table):
     # "file:line" in the README (expected output) must still point where it says: a starter line at a
     # NOT_IMPLEMENTED, a test file line at a TEST_CASE or an assertion.
     for file_name, number in re.findall(r"([\w.]+\.(?:cu|cpp)):(\d+)", readme_text):
-        target = {starter.name: (starter_text, "NOT_IMPLEMENTED"), test.name: (test_text, "TEST_CASE|CHECK|REQUIRE")}
+        target = {starter.name: (starter_text, "NOT_IMPLEMENTED")}
+        target.update({file: (text, "TEST_CASE|CHECK|REQUIRE") for file, text in test_texts.items()})
         if file_name in target:
             text, expected = target[file_name]
             lines = text.splitlines()

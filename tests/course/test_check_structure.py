@@ -60,6 +60,17 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:1][gpus:1][points:1]", "[task:1][gpus:1]")
         self.assert_reported("has no [points: tag")
 
+    def test_a_test_file_the_build_does_not_list_is_reported(self):
+        stem = f"tests/test_{LESSON.replace('-', '_')}"
+        (self.root / f"{stem}_more.cpp").write_text("// SPDX-License-Identifier: MIT\n")
+        self.assert_reported("not in the entry's 'tests' list")
+        # Listed beside the first file, it is part of the lesson and its cases are checked too.
+        self.edit("tests/meson.build", "'student': 'device_enumeration.cpp',",
+                  f"'student': 'device_enumeration.cpp',\n    'tests': ['{stem[6:]}.cpp', '{stem[6:]}_more.cpp'],")
+        (self.root / f"{stem}_more.cpp").write_text(
+            '// SPDX-License-Identifier: MIT\nTEST_CASE("an extra case", "[01-device-enumeration][task:1][gpus:0]") {}\n')
+        self.assert_reported("test case 'an extra case' has no [points: tag")
+
     def test_a_missing_readme_section_is_reported(self):
         self.edit(f"lessons/{LESSON}/README.md", "## Going further", "## Later")
         self.assert_reported("no section 'Going further'")
