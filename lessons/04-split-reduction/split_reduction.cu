@@ -73,7 +73,7 @@ double sum_on_device(int device, const float* data, std::size_t n) {
 //    worker's stream (so it comes after the reduction), then synchronize each stream and add;
 //  - on_device: record each worker's `reduced` event on its stream; on workers[0]'s stream wait
 //    for each event (cudaStreamWaitEvent) and cudaMemcpyPeerAsync the partial into
-//    workspace.gathered[k]; a one-block kernel (your second pass) adds them into workspace.total;
+//    workspace.gathered.data() + k; a one-block kernel (your second pass) adds them into workspace.total;
 //    copy that double to the host and wait for workers[0]'s stream.
 // A helper for the host combine is worth writing: task 3 ends with the same step.
 double sum_resident(SplitWorkspace& workspace, std::span<const float* const> slices, std::size_t n, Combine combine) {
