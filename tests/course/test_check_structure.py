@@ -53,7 +53,8 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         self.assert_reported("differ outside a TODO region")
 
     def test_a_test_tag_for_a_task_the_starter_lacks_is_reported(self):
-        self.edit(f"tests/test_{LESSON.replace('-', '_')}.cpp", "[task:4][gpus:0]", "[task:5][gpus:0]")
+        # Lesson 01's task 4 cases are in its second test file.
+        self.edit(f"tests/test_{LESSON.replace('-', '_')}_select.cpp", "[task:4][gpus:0]", "[task:5][gpus:0]")
         self.assert_reported("[task:N] test tags name")
 
     def test_a_test_case_without_points_is_reported(self):
@@ -65,8 +66,7 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         (self.root / f"{stem}_more.cpp").write_text("// SPDX-License-Identifier: MIT\n")
         self.assert_reported("not in the entry's 'tests' list")
         # Listed beside the first file, it is part of the lesson and its cases are checked too.
-        self.edit("tests/meson.build", "'student': 'device_enumeration.cpp',",
-                  f"'student': 'device_enumeration.cpp',\n    'tests': ['{stem[6:]}.cpp', '{stem[6:]}_more.cpp'],")
+        self.edit("tests/meson.build", f"'tests': ['{stem[6:]}.cpp',", f"'tests': ['{stem[6:]}.cpp', '{stem[6:]}_more.cpp',")
         (self.root / f"{stem}_more.cpp").write_text(
             '// SPDX-License-Identifier: MIT\nTEST_CASE("an extra case", "[01-device-enumeration][task:1][gpus:0]") {}\n')
         self.assert_reported("test case 'an extra case' has no [points: tag")

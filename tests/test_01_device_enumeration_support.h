@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 01 test helpers that both test files use: the UUID of a device as the runtime reports it,
+// formatted independently of the student's code, and a child process of this program run under
+// another CUDA_VISIBLE_DEVICES, whose report says what the student's code sees there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lesson01_tests {
+
+// The UUID as nvidia-smi prints it, formatted here independently of the student's code.
+std::string runtime_uuid(int device);
+
+// What the child case reports, one fact per line: "count N", "last_error NAME", "device ORDINAL UUID",
+// or "threw MESSAGE".
+struct ChildView {
+  int count = -1;
+  std::string last_error;
+  std::vector<std::string> uuids;
+  std::string threw;
+};
+
+// `parent_ordinals`: this process's ordinals of the GPUs the mask shows (see devices.h).
+ChildView run_child_with_visible_devices(const std::string& visible, const std::vector<int>& parent_ordinals);
+
+}  // namespace lesson01_tests

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 02 test helpers (declared and described in test_02_set_device_support.h): the test's own
+// slices and the checks of how a way of running the workers calls, finishes and overlaps them.
+#include "test_02_set_device_support.h"
+
+#include <cuda_runtime.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/check.h"
+#include "common/compare.h"
+#include "common/device_guard.h"
+#include "common/partition.h"
+#include "common/random.h"
+#include "common/testing/devices.h"
+#include "common/testing/gpu_test.h"
+#include "common/testing/overlap.h"
+#include "common/testing/workers.h"
+#include "kernels.cuh"
+#include "set_device.h"
+
+using namespace lesson02;
+using namespace std::chrono_literals;
+using namespace course::testing;
+
+namespace lesson02_tests {
+namespace {
+
+// What a DeviceWork callback saw, recorded in the thread that called it.
+struct Call {
+  int worker = -1, device = -1, current = -1, stream_device = -1;
+  cudaStream_t stream = nullptr;
+  std::thread::id thread;
+  bool met_all = true;  // one thread each: every worker was inside its work at the same time
+};
+
+}  // namespace
+
+TestSlices::TestSlices(std::size_t n, const Devices& devices, std::uint64_t seed)
+    : ranges(course::split_ranges(n, static_cast<int>(devices.size()))),
+      host_input(course::random_floats(n, seed, -4.0f, 4.0f)) {
+  for (std::size_t k = 0; k < devices.size(); ++k) {
+    buffers.emplace_back(devices[k], ranges[k].size());
+    buffers.emplace_back(devices[k], ranges[k].size());
+    upload(buffers[2 * k].data(), devices[k],
+           std::span<const float>(host_input).subspan(ranges[k].begin, ranges[k].size()));
+    const course::DeviceGuard on(devices[k]);
+    if (!ranges[k].empty()) course::poison_device(buffers[2 * k + 1].data(), buffers[2 * k + 1].bytes());
+  }
+  for (std::size_t k = 0; k < devices.size(); ++k) {
+    input.push_back(Slice{devices[k], buffers[2 * k].data(), ranges[k]});
+    output.push_back(Slice{devices[k], buffers[2 * k + 1].data(), ranges[k]});
+  }
+}
+
+void TestSlices::require_scaled(float factor) const {
+  std::vector<float> got, expected(host_input.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = factor * host_input[i];
+  for (std::size_t k = 0; k < output.size(); ++k) {
+    const std::vector<float> part = read_back(output[k].data, output[k].device, ranges[k].size());
+    got.insert(got.end(), part.begin(), part.end());
+  }
+  const course::Comparison comparison = course::compare_exact(got.data(), expected.data(), got.size(), ranges);
+  INFO(comparison.describe());
+  REQUIRE(comparison.ok());
+}
+
+void run_from_last_device(Runner run, const Devices& devices, const DeviceWork& work) {
+  call_keeps_device(gpu_count() - 1, "the workers " + show(devices), 60s,
+                    "a stream synchronize or a join never returned", [&] { run(devices, work); });
+}
+
+void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_each) {
+  for (const Devices& devices : lists) {
+    INFO("workers " << show(devices));
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::vector<Call> calls;
+    run_from_last_device(run, devices, [&](int worker, int device, cudaStream_t stream) {
+      Call call{worker, device, -1, -1, stream, std::this_thread::get_id()};
+      CUDA_CHECK(cudaGetDevice(&call.current));
+      if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread)
+        CUDA_CHECK(cudaStreamGetDevice(stream, &call.stream_device));
+      std::unique_lock<std::mutex> lock(mutex);
+      const std::size_t mine = calls.size();
+      calls.push_back(call);
+      arrived.notify_all();
+      if (one_thread_each)
+        calls[mine].met_all = arrived.wait_for(lock, 5s, [&] { return calls.size() == devices.size(); });
+    });
+    REQUIRE(calls.size() == devices.size());
+    std::set<cudaStream_t> streams;
+    std::set<std::thread::id> threads;
+    for (const Call& call : calls) {
+      REQUIRE(call.worker >= 0);
+      REQUIRE(call.worker < static_cast<int>(devices.size()));
+      const int expected = devices[call.worker];
+      INFO("work(" << call.worker << ", " << call.device << ", stream) found GPU " << call.current
+                   << " current and a stream of GPU " << call.stream_device << "; worker " << call.worker
+                   << "'s device is " << expected);
+      CHECK(call.device == expected);
+      CHECK(call.current == expected);
+      CHECK(call.stream_device == expected);  // -1: a default stream, which a worker must not get
+      streams.insert(call.stream);
+      threads.insert(call.thread);
+      if (one_thread_each) {
+        CHECK(call.thread != std::this_thread::get_id());
+        INFO("worker " << call.worker << " waited 5 s for the others to start: start every worker before joining any");
+        CHECK(call.met_all);
+      }
+    }
+    INFO("each worker needs a stream of its own, also when workers share a device: "
+         << streams.size() << " distinct stream(s) for " << devices.size() << " workers");
+    CHECK(streams.size() == devices.size());
+    INFO(threads.size() << " distinct thread(s) ran the work");
+    if (one_thread_each) CHECK(threads.size() == devices.size());
+  }
+}
+
+void check_returns_when_done(Runner run) {
+  for (const Devices& devices : worker_lists(require_gpus(1))) {
+    DoneCounter counter;
+    run_from_last_device(run, devices, [&](int, int, cudaStream_t stream) {
+      launch_spin(25.0, stream);
+      counter.enqueue(stream);
+    });
+    const int done = counter.done();
+    INFO("workers " << show(devices) << ": " << done
+                    << " had finished when the call returned; wait for every worker's stream before returning");
+    CHECK(done == static_cast<int>(devices.size()));
+  }
+}
+
+void check_overlap(Runner run, const Devices& devices, const std::string& serial_hint) {
+  Overlap overlap;
+  run_with_watchdog("the workers " + show(devices) + " with the spin kernel", 90s,
+                    "a stream synchronize or a join never returned", [&] {
+                      overlap = measure_overlap(
+                          static_cast<int>(devices.size()),
+                          [&](int only) {
+                            run(devices, [only](int k, int, cudaStream_t s) {
+                              if (k == only) launch_spin(25.0, s);
+                            });
+                          },
+                          [&] { run(devices, [](int, int, cudaStream_t s) { launch_spin(25.0, s); }); });
+                    });
+  INFO("workers " << show(devices) << ", 25 ms of spin kernel each. " << overlap.describe());
+  INFO((overlap.ratio() > 0.85 ? serial_hint : std::string("the workers overlapped only in part")));
+  CHECK(overlap.overlapped());
+}
+
+}  // namespace lesson02_tests
