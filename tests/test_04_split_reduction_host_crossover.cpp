@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 04 tests, tasks 3 and 4: sum_from_host over pinned host memory in chunks, exact for
+// every uneven size, with reductions slowed down on purpose (a host function on the stream) so
+// that a buffer refilled too early shows as a wrong sum and copies that do not overlap the
+// reductions show as a ratio with a wide margin; then the crossover, from made-up timing rows
+// without a GPU and from a real measurement's table.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/check.h"
+#include "common/random.h"
+#include "common/testing/gpu_test.h"
+#include "common/timer.h"
+#include "split_reduction.h"
+#include "test_04_split_reduction_support.h"
+
+using namespace lesson04;
+using namespace lesson04_tests;
+using course::testing::case_seed;
+using course::testing::current_device;
+using course::testing::require_gpus;
+using course::testing::run_with_watchdog;
+using namespace std::chrono_literals;
+
+// ---- Task 3 ---------------------------------------------------------------------------------
+
+namespace {
+
+course::PinnedBuffer<float> pinned_copy(const std::vector<float>& values) {
+  course::PinnedBuffer<float> pinned(values.size());
+  std::copy(values.begin(), values.end(), pinned.data());
+  return pinned;
+}
+
+// enqueue_sum with a host function that sleeps for `delay` before or after it, on the same stream:
+// a chunk's reduction that starts late, or that takes `delay` longer.
+ChunkReduce slow_reduce(std::chrono::microseconds delay, bool sleep_first) {
+  return [delay, sleep_first](const float* chunk, std::size_t n, double* partials, double* sum, bool accumulate,
+                              cudaStream_t stream) {
+    // The closure lives in the std::function the caller holds until every chunk is done.
+    void* pause = const_cast<std::chrono::microseconds*>(&delay);
+    const cudaHostFn_t sleep = [](void* p) {
+      std::this_thread::sleep_for(*static_cast<std::chrono::microseconds*>(p));
+    };
+    if (sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, pause));
+    enqueue_sum(chunk, n, partials, sum, accumulate, stream);
+    if (!sleep_first) CUDA_CHECK(cudaLaunchHostFunc(stream, sleep, pause));
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the sum of pinned host data is exact for 1 to 4 workers every uneven size and short chunks",
+          "[04-split-reduction][task:3][gpus:1][points:3]") {
+  require_gpus(1);
+  const std::vector<std::size_t> sizes = {0, 1, 999, 1000, 1001, 8003, 123457};
+  const std::vector<float> values = course::random_small_integers(3 * (std::size_t{1} << 22) + 5, case_seed(300));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace one(repeated(0, 1), 1000);
+  CHECK_THROWS_AS(sum_from_host(one, nullptr, 10), std::invalid_argument);
+  for (int workers = 1; workers <= 4; ++workers) {
+    SplitWorkspace workspace(repeated(0, workers), 1000);
+    for (const std::size_t n : sizes) {
+      poison_results(workspace);
+      INFO(workers << " workers, chunks of 1000 floats, n = " << n);
+      CHECK(sum_from_host(workspace, host.data(), n) == exact_sum(values, 0, n));
+      check_slots(workspace, values, n, false);
+    }
+  }
+  SplitWorkspace workspace(repeated(0, 2), kDefaultChunkElements);  // full chunks and a tail
+  INFO("2 workers, default chunks, n = " << values.size());
+  CHECK(sum_from_host(workspace, host.data(), values.size()) == exact_sum(values, 0, values.size()));
+}
+
+TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
+          "[04-split-reduction][task:3][gpus:1][points:2]") {
+  require_gpus(1);
+  const std::size_t chunk = 4096, n = 2 * 16 * chunk + 77;  // 17 chunks per worker
+  const std::vector<float> values = course::random_small_integers(n, case_seed(310));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace workspace(repeated(0, 2), chunk);
+  poison_results(workspace);
+  double got = 0;
+  run_with_watchdog("sum_from_host with slow reductions", kGateLimit, kGateHint,
+                    [&] { got = sum_from_host(workspace, host.data(), n, slow_reduce(2ms, true)); });
+  INFO(
+      "each chunk's reduction starts 2 ms late; a wrong sum means a buffer was overwritten by chunk c+2 "
+      "before chunk c was reduced");
+  CHECK(got == exact_sum(values, 0, n));
+}
+
+TEST_CASE("the copy of the next chunk runs while this chunk is reduced",
+          "[04-split-reduction][task:3][gpus:1][points:2]") {
+  require_gpus(1);
+  const std::size_t chunk = std::size_t{16} << 20, chunks = 8, n = chunks * chunk;  // 64 MiB chunks
+  const course::PinnedBuffer<float> host = pinned_copy(std::vector<float>(n, 1.0f));
+  const std::vector<int> device = {0};
+  SplitWorkspace workspace(device, chunk);
+  const course::Timing copy = course::measure(
+      0, workspace.workers[0].copy_stream,
+      [&] {
+        CUDA_CHECK(cudaMemcpyAsync(workspace.workers[0].chunks[0].data(), host.data(), chunk * sizeof(float),
+                                   cudaMemcpyHostToDevice, workspace.workers[0].copy_stream));
+      },
+      1, 5);
+  // A reduction as long as a chunk's copy: then overlap can make the whole nearly twice as fast.
+  const ChunkReduce reduce = slow_reduce(std::chrono::microseconds(static_cast<long>(copy.median_ms * 1000)), false);
+  double serial_sum = 0, overlapped_sum = 0;
+  course::Timing serial, overlapped;
+  run_with_watchdog("sum_from_host and sum_from_host_serial", kGateLimit, kGateHint, [&] {
+    serial = course::measure_host([&] { serial_sum = sum_from_host_serial(workspace, host.data(), n, reduce); }, 1, 3);
+    overlapped = course::measure_host([&] { overlapped_sum = sum_from_host(workspace, host.data(), n, reduce); }, 1, 3);
+  });
+  INFO(chunks << " chunks of " << chunk * sizeof(float) << " bytes, each copy " << copy.median_ms
+              << " ms and each reduction made as long: serial " << serial.median_ms << " ms, yours "
+              << overlapped.median_ms << " ms (ideally " << (chunks + 1) << " / " << 2 * chunks << " of serial)");
+  CHECK(overlapped_sum == static_cast<double>(n));
+  CHECK(serial_sum == static_cast<double>(n));
+  CHECK(serial.median_ms > 1.3 * overlapped.median_ms);
+}
+
+// ---- Task 4 ---------------------------------------------------------------------------------
+
+namespace {
+
+SizeTiming row(std::size_t n, double one_median, double split_median) {
+  SizeTiming r;
+  r.n = n;
+  r.one = {one_median, one_median, one_median};
+  r.split = {split_median, split_median, split_median};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the crossover is the smallest size from which the split stays faster",
+          "[04-split-reduction][task:4][gpus:0][points:2]") {
+  CHECK_FALSE(crossover_size({}).has_value());
+  CHECK_FALSE(crossover_size({row(1000, 1.0, 2.0), row(2000, 1.0, 1.5)}).has_value());
+  CHECK(crossover_size({row(1000, 1.0, 0.5), row(2000, 2.0, 1.0)}) == std::optional<std::size_t>(1000));
+  // Faster at 2000, slower at 3000, faster again from 4000 on: the crossover is 4000.
+  CHECK(crossover_size({row(1000, 1.0, 2.0), row(2000, 1.0, 0.9), row(3000, 1.0, 1.1), row(4000, 2.0, 1.5),
+                        row(5000, 4.0, 2.0)}) == std::optional<std::size_t>(4000));
+  CHECK_FALSE(crossover_size({row(1000, 1.0, 0.5), row(2000, 1.0, 1.0)}).has_value());  // a tie is not faster
+}
+
+TEST_CASE("measuring requests that make no sense are rejected before any GPU work",
+          "[04-split-reduction][task:4][gpus:0][points:1]") {
+  const std::vector<int> none, two = {0, 0};
+  const std::vector<std::size_t> sizes = {1000, 2000}, empty, unsorted = {2000, 1000}, with_zero = {0, 1000};
+  CHECK_THROWS_AS(measure_crossover(none, sizes), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(two, empty), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(two, unsorted), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(two, with_zero), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(two, sizes, MeasureOptions{1, 0}), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(two, sizes, MeasureOptions{-1, 5}), std::invalid_argument);
+}
+
+TEST_CASE("the timing table has a row per size with min <= median <= max and the crossover it implies",
+          "[04-split-reduction][task:4][gpus:1][points:2]") {
+  const int count = require_gpus(1);
+  const std::vector<int> devices = {0, 0};
+  const std::vector<std::size_t> sizes = {1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26};
+  const MeasureOptions options{1, 5, Combine::on_host};
+  CUDA_CHECK(cudaSetDevice(count - 1));
+  const CrossoverReport report = measure_crossover(devices, sizes, options);
+  CHECK(current_device() == count - 1);
+  CHECK(report.devices == devices);
+  CHECK(report.repeats == options.repeats);
+  REQUIRE(report.rows.size() == sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const SizeTiming& r = report.rows[i];
+    INFO("row " << i << ": n = " << r.n << ", one " << r.one.min_ms << " / " << r.one.median_ms << " / " << r.one.max_ms
+                << " ms, split " << r.split.min_ms << " / " << r.split.median_ms << " / " << r.split.max_ms
+                << " ms (min / median / max)");
+    CHECK(r.n == sizes[i]);
+    CHECK(0 < r.one.min_ms);
+    CHECK(r.one.min_ms <= r.one.median_ms);
+    CHECK(r.one.median_ms <= r.one.max_ms);
+    CHECK(0 < r.split.min_ms);
+    CHECK(r.split.min_ms <= r.split.median_ms);
+    CHECK(r.split.median_ms <= r.split.max_ms);
+  }
+  CHECK(report.crossover == crossover_size(report.rows));
+  INFO("one worker: " << report.rows.front().one.median_ms << " ms for 2^10 floats, "
+                      << report.rows.back().one.median_ms << " ms for 2^26: the times must come from the calls");
+  CHECK(report.rows.back().one.median_ms > report.rows.front().one.median_ms);
+}

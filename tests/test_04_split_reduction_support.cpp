@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// The helpers lesson 04's test files share (test_04_split_reduction_support.h says what each
+// does): reference sums, guarded and poisoned buffers, and the slot-by-slot check of a split sum.
+#include "test_04_split_reduction_support.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <limits>
+#include <span>
+
+#include "common/check.h"
+#include "common/device_guard.h"
+#include "common/partition.h"
+#include "common/random.h"
+#include "common/testing/devices.h"
+
+using namespace lesson04;
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+namespace lesson04_tests {
+
+double exact_sum(const std::vector<float>& values, std::size_t begin, std::size_t end) {
+  double sum = 0;  // small integers: exact in double in any order
+  for (std::size_t i = begin; i < end; ++i) sum += values[i];
+  return sum;
+}
+
+double read_double(const double* device_ptr) {
+  double value = 0;
+  CUDA_CHECK(cudaMemcpy(&value, device_ptr, sizeof value, cudaMemcpyDeviceToHost));
+  return value;
+}
+
+void poison(int device, void* ptr, std::size_t bytes) {
+  const course::DeviceGuard on_device(device);
+  course::poison_device(ptr, bytes);
+}
+
+course::DeviceBuffer<float> guarded_copy(int device, const std::vector<float>& values, std::size_t first,
+                                         std::size_t count, std::size_t misalign) {
+  course::DeviceBuffer<float> buffer(device, 2 * kGuard + misalign + count);
+  poison(device, buffer.data(), buffer.bytes());
+  course::testing::upload(buffer.data() + kGuard + misalign, device, std::span(values).subspan(first, count));
+  return buffer;
+}
+
+void poison_results(SplitWorkspace& workspace) {
+  for (Worker& w : workspace.workers) poison(w.device, w.sum.data(), w.sum.bytes());
+  poison(workspace.workers[0].device, workspace.gathered.data(), workspace.gathered.bytes());
+  poison(workspace.workers[0].device, workspace.total.data(), workspace.total.bytes());
+  std::fill(workspace.host_partials.data(), workspace.host_partials.data() + workspace.host_partials.size(), kNaN);
+}
+
+void check_slots(const SplitWorkspace& workspace, const std::vector<float>& values, std::size_t n, bool on_device) {
+  const int workers = static_cast<int>(workspace.workers.size());
+  for (int k = 0; k < workers; ++k) {
+    const course::Range range = course::split_range(n, workers, k);
+    const double partial = exact_sum(values, range.begin, range.end);
+    INFO("worker " << k << " on GPU " << workspace.workers[k].device << ", elements [" << range.begin << ", "
+                   << range.end << ")");
+    CHECK(read_double(workspace.workers[k].sum.data()) == partial);
+    if (on_device) CHECK(read_double(workspace.gathered.data() + k) == partial);
+  }
+  if (on_device) CHECK(read_double(workspace.total.data()) == exact_sum(values, 0, n));
+}
+
+std::vector<int> repeated(int device, int workers) {
+  return std::vector<int>(static_cast<std::size_t>(workers), device);
+}
+
+}  // namespace lesson04_tests

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What more than one of lesson 04's test files needs: exact reference sums of small integers,
+// buffers placed between poisoned floats, results poisoned before a call and checked slot by
+// slot after it, and the watchdog's limit and hint for calls made while a stream is held by a
+// gate. Each file's own helpers stay in its anonymous namespace.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "common/buffers.h"
+#include "split_reduction.h"
+
+namespace lesson04_tests {
+
+inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after every slice (keeps 16-byte alignment)
+
+// The sum of values[begin, end) in double; small integers: exact in double in any order.
+double exact_sum(const std::vector<float>& values, std::size_t begin, std::size_t end);
+
+// One double read back from device memory.
+double read_double(const double* device_ptr);
+
+// Poisons `bytes` bytes at `ptr`, with `device` current.
+void poison(int device, void* ptr, std::size_t bytes);
+
+// A buffer of `count` floats on `device` between kGuard poisoned floats, with values[first, first + count).
+course::DeviceBuffer<float> guarded_copy(int device, const std::vector<float>& values, std::size_t first,
+                                         std::size_t count, std::size_t misalign = 0);
+
+// Poisons every slot a result of `workspace` lands in: each worker's sum, the gathered partials,
+// the total and the host partials.
+void poison_results(lesson04::SplitWorkspace& workspace);
+
+// Every worker's sum slot holds its slice's sum; on_device also gathers them and their total.
+void check_slots(const lesson04::SplitWorkspace& workspace, const std::vector<float>& values, std::size_t n,
+                 bool on_device);
+
+// `workers` workers on the one GPU `device`.
+std::vector<int> repeated(int device, int workers);
+
+inline constexpr auto kGateLimit = std::chrono::seconds(100);
+inline constexpr const char* kGateHint =
+    "the call waits for something that never comes while a stream is held: cudaDeviceSynchronize, a kernel used "
+    "for the first time (its module is loaded lazily), or a cudaStreamWaitEvent on an event recorded after it";
+
+}  // namespace lesson04_tests
