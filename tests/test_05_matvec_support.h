@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What lesson 05's test files share: the shapes, a problem with its double-precision reference and
+// the bound a correct float computation stays within, the quiet check of y, x and y on the root
+// device, the lists of workers, and the calls under the watchdog that also check the caller's device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/partition.h"
+
+namespace lesson05_tests {
+
+struct Shape {
+  std::size_t m, n;
+};
+// Edges for 1 to 4 workers: fewer rows or columns than workers, uneven splits, an empty side.
+extern const std::vector<Shape> kSplitShapes;
+
+// y = W x with random W and x in [-1, 1), and what a correct float computation may return.
+struct Problem {
+  std::size_t m = 0, n = 0;
+  std::vector<float> W, x;
+  std::vector<double> y;      // the product in double precision
+  std::vector<double> bound;  // the largest |y_float[i] - y[i]| a correct float computation can have
+};
+
+// The reference over the columns `cols` of W only (all of them: the product; a worker's: its partial y).
+Problem with_reference(Problem p, course::Range cols);
+
+// y = W x with W and x drawn from the case's seed and `salt`, with its reference.
+Problem make_problem(std::size_t m, std::size_t n, std::uint64_t salt);
+
+// Checks y (m values and the element after them, which must stay poisoned) against the reference,
+// quietly: the count, the first mismatch, and per worker when `parts` gives each worker's rows.
+void check_y(const Problem& p, const std::vector<float>& got, const std::string& what,
+             const std::vector<course::Range>& parts = {});
+
+// x and a poisoned y (m + 1 floats) on the root device, as multiply_* takes them.
+struct RootVectors {
+  int root;
+  course::DeviceBuffer<float> x, y;
+  RootVectors(int root_device, const Problem& p);
+  std::vector<float> result() const;
+};
+
+// k workers over the GPUs in turn, from the last one down: {0, 0, 0} on one GPU, {1, 0, 1} on two.
+// Worker 0 is never on device 0 of several GPUs, so a device taken from the worker's index shows;
+// the root is the last GPU, so on several GPUs x and y cross between devices.
+std::vector<int> workers_on(int k, int gpus);
+
+// Runs `work` under the watchdog (60 s).
+void within_limit(const std::string& what, const std::function<void()>& work);
+// Calls the student's function with the last GPU current, then checks that it is current again.
+void from_last_device(int gpus, const std::string& what, const std::function<void()>& call);
+// "devices {0, 0, 1}"
+std::string describe(const std::vector<int>& devices);
+
+}  // namespace lesson05_tests
