@@ -281,6 +281,16 @@ def run_case(program: str | Path, case: TestCase, timeout: float, cwd=None, env=
     return judge_skip(result, run.gpus)
 
 
+def worth_running_alone(result: CaseResult) -> bool:
+    """Whether a case that did not pass in the shared run gets a run of its own: every one,
+    except a failure whose message is the student's own NOT_IMPLEMENTED stub (alone it would say
+    the same; a starter would otherwise run each of its cases twice). A forged stub message can
+    only cost its author the second chance, never earn a point."""
+    if result.status in (PASSED, SKIPPED):
+        return False
+    return not (result.status == FAILED and result.message.lstrip().startswith("NOT_IMPLEMENTED: task "))
+
+
 def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_alone=None, cwd=None,
               env=None, run: RunSettings = DEFAULT_RUN) -> list[CaseResult]:
     """Runs every case in ONE process first (fast: CUDA and NCCL start once), then runs alone,
@@ -289,9 +299,9 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
 
     A result of the shared run counts only when the whole run agrees with itself: it ended on
     its own, left no process behind, and its exit status is the one its results imply;
-    otherwise every case runs again alone. The grader retries every case that did not pass, so
-    that a case failing only because an earlier one left the CUDA context broken still gets
-    its points. `timeout` is per case; the shared run gets twice that plus a minute (or ten
+    otherwise every case runs again alone. The grader retries every case that did not pass (but
+    see worth_running_alone), so that a case failing only because an earlier one left the CUDA
+    context broken still gets its points. `timeout` is per case; the shared run gets twice that plus a minute (or ten
     times `timeout`, if less) per ten cases.
     Raises ChannelError when the result channel holds anything the listener does not write.
     """

@@ -193,7 +193,7 @@ class Grader:
         # CUDA context costs only the case that caused it.
         try:
             results = runner.run_cases(program, listing.cases, self.settings.timeout, run=self.run,
-                                       retry_alone=lambda r: r.status not in (runner.PASSED, runner.SKIPPED))
+                                       retry_alone=runner.worth_running_alone)
         except runner.ChannelError as error:
             message = f"the results of {lesson.target} cannot be trusted: {error}"
             grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=built.log)

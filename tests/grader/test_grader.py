@@ -126,6 +126,19 @@ class RunnerUnitTests(unittest.TestCase):
         record = None if status is None else {"status": status, "message": message}
         return runner.classify(self.case, outcome(code, stderr, **kwargs), record, 5)
 
+    def test_only_a_case_that_may_pass_alone_runs_again(self):
+        def result(status, message=""):
+            return runner.CaseResult(case=self.case, status=status, message=message)
+        self.assertFalse(runner.worth_running_alone(result(runner.PASSED)))
+        self.assertFalse(runner.worth_running_alone(result(runner.SKIPPED, "needs 2 GPUs, found 1")))
+        self.assertFalse(runner.worth_running_alone(
+            result(runner.FAILED, "NOT_IMPLEMENTED: task 1 in f() at lessons/01-x/x.cpp:3")))
+        self.assertTrue(runner.worth_running_alone(result(runner.FAILED, "REQUIRE( f() == 2 ) with expansion: 1 == 2")))
+        self.assertTrue(runner.worth_running_alone(
+            result(runner.FAILED, "CHECK( n == 0 )\nNOT_IMPLEMENTED: task 1 seen in a later line")))
+        self.assertTrue(runner.worth_running_alone(result(runner.CRASHED, "NOT_IMPLEMENTED: task 1")))
+        self.assertTrue(runner.worth_running_alone(result(runner.TIMED_OUT)))
+
     def test_escape_test_name(self):
         self.assertEqual(runner.escape_test_name('a, [b] "c" \\ * ~'), 'a\\, \\[b\\] \\"c\\" \\\\ \\* \\~')
         self.assertEqual(runner.escape_test_name("-dash"), "\\-dash")
