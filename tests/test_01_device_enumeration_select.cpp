@@ -23,11 +23,9 @@
 #include "test_01_device_enumeration_support.h"
 
 using namespace lesson01;
+using namespace lesson01_tests;
 using course::testing::nonempty_lines;
 using course::testing::require_gpus;
-using lesson01_tests::ChildView;
-using lesson01_tests::run_child_with_visible_devices;
-using lesson01_tests::runtime_uuid;
 
 // ---- Task 3 ---------------------------------------------------------------------------------
 

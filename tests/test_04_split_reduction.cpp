@@ -30,12 +30,6 @@
 
 using namespace lesson04;
 using namespace lesson04_tests;
-using course::testing::case_seed;
-using course::testing::current_device;
-using course::testing::require_gpus;
-using course::testing::run_with_watchdog;
-using course::testing::StreamGate;
-using namespace std::chrono_literals;
 
 // ---- Task 1 ---------------------------------------------------------------------------------
 

@@ -27,11 +27,6 @@
 
 using namespace lesson04;
 using namespace lesson04_tests;
-using course::testing::case_seed;
-using course::testing::current_device;
-using course::testing::require_gpus;
-using course::testing::run_with_watchdog;
-using namespace std::chrono_literals;
 
 // ---- Task 3 ---------------------------------------------------------------------------------
 

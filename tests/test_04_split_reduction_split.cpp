@@ -31,13 +31,7 @@
 
 using namespace lesson04;
 using namespace lesson04_tests;
-using course::testing::case_seed;
-using course::testing::current_device;
-using course::testing::require_gpus;
-using course::testing::run_with_watchdog;
 using course::testing::set_peer_access_by_runtime;
-using course::testing::StreamGate;
-using namespace std::chrono_literals;
 
 namespace {
 

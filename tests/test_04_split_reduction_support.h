@@ -12,9 +12,19 @@
 #include <vector>
 
 #include "common/buffers.h"
+#include "common/testing/gpu_test.h"
+#include "common/testing/stream_gate.h"
 #include "split_reduction.h"
 
 namespace lesson04_tests {
+
+// The course's test helpers every file of these tests uses, named once here.
+using course::testing::case_seed;
+using course::testing::current_device;
+using course::testing::require_gpus;
+using course::testing::run_with_watchdog;
+using course::testing::StreamGate;
+using namespace std::chrono_literals;
 
 inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after every slice (keeps 16-byte alignment)
 

@@ -19,8 +19,6 @@
 #include "nccl_collectives.h"
 
 using namespace lesson06;
-using course::testing::case_seed;
-using course::testing::run_with_watchdog;
 
 namespace lesson06_tests {
 

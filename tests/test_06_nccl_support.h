@@ -18,9 +18,17 @@
 #include <vector>
 
 #include "common/buffers.h"
+#include "common/testing/gpu_test.h"
 #include "common/testing/rank_launcher.h"
 
 namespace lesson06_tests {
+
+// The course's test helpers every file of these tests uses, named once here.
+using course::testing::case_seed;
+using course::testing::current_device;
+using course::testing::require_gpus;
+using course::testing::run_with_watchdog;
+using namespace std::chrono_literals;
 
 constexpr auto kCallLimit = std::chrono::seconds(60);
 constexpr const char* kGroupHint =

@@ -30,10 +30,6 @@
 
 using namespace lesson06;
 using namespace lesson06_tests;
-using course::testing::case_seed;
-using course::testing::require_gpus;
-using course::testing::run_with_watchdog;
-using namespace std::chrono_literals;
 
 // ---- Task 5 ---------------------------------------------------------------------------------
 
