@@ -37,6 +37,40 @@ namespace {
 
 constexpr const char* kTimeoutRankCase = "rank: all-reduce of this rank's numbers with a timeout";
 
+// The file rank `rank` leaves in the job's folder once its call has ended, however it ended.
+std::filesystem::path done_marker(const course::testing::RankContext& context, int rank) {
+  return std::filesystem::path(context.dir) / ("rank-" + std::to_string(rank) + "-done");
+}
+
+// Polls every 10 ms, for at most `limit`, until rank 0 has left its marker or `stop()` is true.
+template <class Stop>
+void until_rank0_done(const course::testing::RankContext& context, std::chrono::milliseconds limit, Stop stop) {
+  for (auto waited = 0ms; waited < limit && !stop() && !std::filesystem::exists(done_marker(context, 0));
+       waited += 10ms)
+    std::this_thread::sleep_for(10ms);
+}
+
+// The course's own code, not the student's: the peer of task 5's cases joins the communicator,
+// then dies before the all-reduce, as a crashed process would, or stalls until rank 0 is done.
+// The join does not block, so that the peer stops waiting as soon as rank 0 is done (a rank 0
+// that never joins).
+[[noreturn]] void play_peer(const course::testing::RankContext& context, const ncclUniqueId& id, bool dies) {
+  CUDA_CHECK(cudaSetDevice(context.rank));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t state = ncclCommInitRankConfig(&comm, context.nranks, id, context.rank, &config);
+  until_rank0_done(context, 60s,
+                   [&] { return state != ncclInProgress || ncclCommGetAsyncError(comm, &state) != ncclSuccess; });
+  if (state != ncclSuccess) {
+    course::testing::write_child_output(std::string("never joined: ") + ncclGetErrorString(state) + "\n");
+    std::_Exit(0);
+  }
+  course::testing::write_child_output(dies ? "died after joining\n" : "stalled after joining\n");
+  if (!dies) until_rank0_done(context, 45s, [] { return false; });
+  std::_Exit(0);
+}
+
 }  // namespace
 
 TEST_CASE(kTimeoutRankCase, "[.][06-nccl-rank]") {
@@ -46,37 +80,11 @@ TEST_CASE(kTimeoutRankCase, "[.][06-nccl-rank]") {
   const std::chrono::milliseconds timeout(env_int("COURSE_RANK_TIMEOUT_MS", 5000));
   const ncclUniqueId id = course::testing::share_unique_id(context, 60s);
   const std::vector<float> input = rank_input(context.rank, count, seed);
-  const bool dies = env_int("COURSE_RANK_DIES", -1) == context.rank;
-  if (dies || env_int("COURSE_RANK_STALLS", -1) == context.rank) {
-    // The course's own code, not the student's: join the communicator, then die before the
-    // all-reduce, as a crashed process would, or stall until rank 0 is done. The join does not
-    // block, so that this rank stops waiting as soon as rank 0 is done (a rank 0 that never joins).
-    const std::filesystem::path rank0_done = std::filesystem::path(context.dir) / "rank-0-done";
-    CUDA_CHECK(cudaSetDevice(context.rank));
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    ncclComm_t comm = nullptr;
-    ncclResult_t state = ncclCommInitRankConfig(&comm, context.nranks, id, context.rank, &config);
-    for (int waited_ms = 0; state == ncclInProgress && waited_ms < 60'000; waited_ms += 10) {
-      if (std::filesystem::exists(rank0_done)) break;
-      std::this_thread::sleep_for(10ms);
-      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
-    }
-    if (state != ncclSuccess) {
-      course::testing::write_child_output(std::string("never joined: ") + ncclGetErrorString(state) + "\n");
-      std::_Exit(0);
-    }
-    course::testing::write_child_output(dies ? "died after joining\n" : "stalled after joining\n");
-    for (int waited_ms = 0; !dies && waited_ms < 45'000; waited_ms += 50) {
-      if (std::filesystem::exists(rank0_done)) break;
-      std::this_thread::sleep_for(50ms);
-    }
-    std::_Exit(0);
-  }
+  // COURSE_PEER (set only for rank 1): "dies" or "stalls" after joining.
+  if (const std::string peer = env_text("COURSE_PEER", ""); !peer.empty()) play_peer(context, id, peer == "dies");
   // However this rank's call ends (a result, an exception), a stalled peer is told it may go.
   const course::testing::Owned<std::filesystem::path> done_file(
-      std::filesystem::path(context.dir) / ("rank-" + std::to_string(context.rank) + "-done"),
-      [](std::filesystem::path& file) { std::ofstream(file) << "done\n"; });
+      done_marker(context, context.rank), [](std::filesystem::path& file) { std::ofstream(file) << "done\n"; });
   RankOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
   run_with_watchdog(
@@ -136,6 +144,24 @@ void check_gives_up(const course::testing::RankLaunch& launch, int survivor, lon
   CHECK(elapsed <= timeout_ms + 15000);  // ncclCommAbort may take a few seconds to stop NCCL's threads
 }
 
+// Rank 0 against a peer (rank 1) that joins and then dies or stalls: rank 0 gives up and says
+// why, and the peer did what the case says it did.
+void check_against_peer(bool stalls, std::uint64_t salt) {
+  require_gpus(2);
+  const long timeout_ms = 5000;
+  auto env = job_env(1 << 20, case_seed(salt));
+  env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
+  // NCCL connects the ranks' channels during the first collective unless told to at init. For the
+  // stalled peer they are made at init (both ranks are there), so the all-reduce is enqueued at
+  // once and only the wait for the stream is left to the deadline.
+  if (stalls) env["NCCL_RUNTIME_CONNECT"] = "0";
+  const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s,
+                                                    {{1, {{"COURSE_PEER", stalls ? "stalls" : "dies"}}}});
+  check_gives_up(launch, 0, timeout_ms, /*may_end_early=*/!stalls);  // NCCL may see a death and report it early
+  INFO("rank 1 wrote: " << launch.ranks[1].output);
+  CHECK(launch.ranks[1].output.find(stalls ? "stalled after joining" : "died after joining") != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("a rank whose peer never joins gives up within its timeout and says why",
@@ -151,34 +177,14 @@ TEST_CASE("a rank whose peer never joins gives up within its timeout and says wh
 
 TEST_CASE("a rank whose peer dies after joining gives up within its timeout and says why",
           "[06-nccl][task:5][gpus:2][points:2]") {
-  require_gpus(2);
-  const long timeout_ms = 5000;
-  auto env = job_env(1 << 20, case_seed(550));
-  env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
-  env["COURSE_RANK_DIES"] = "1";  // rank 1 joins the communicator, then exits before the all-reduce
-  const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s);
-  check_gives_up(launch, 0, timeout_ms, true);  // NCCL may see the death and report it early
-  INFO("rank 1 wrote: " << launch.ranks[1].output);
-  CHECK(launch.ranks[1].output.find("died after joining") != std::string::npos);
+  check_against_peer(/*stalls=*/false, 550);
 }
 
+// Rank 1 joins the communicator and never calls the all-reduce, as a process stuck elsewhere
+// would: nothing fails, so only rank 0's own deadline ends its wait.
 TEST_CASE("a rank whose peer joins and then stalls gives up at its deadline and says why",
           "[06-nccl][task:5][gpus:2][points:2]") {
-  require_gpus(2);
-  const long timeout_ms = 5000;
-  auto env = job_env(1 << 20, case_seed(560));
-  env["COURSE_RANK_TIMEOUT_MS"] = std::to_string(timeout_ms);
-  // Rank 1 joins the communicator and never calls the all-reduce, as a process stuck elsewhere
-  // would: nothing fails, so only rank 0's own deadline ends its wait.
-  env["COURSE_RANK_STALLS"] = "1";
-  // NCCL connects the ranks' channels during the first collective unless told to at init; at init
-  // (both ranks are there) the all-reduce is enqueued at once and only the wait for the stream is
-  // left to the deadline.
-  env["NCCL_RUNTIME_CONNECT"] = "0";
-  const auto launch = course::testing::launch_ranks(kTimeoutRankCase, 2, 2, env, 90s);
-  check_gives_up(launch, 0, timeout_ms, false);
-  INFO("rank 1 wrote: " << launch.ranks[1].output);
-  CHECK(launch.ranks[1].output.find("stalled after joining") != std::string::npos);
+  check_against_peer(/*stalls=*/true, 560);
 }
 
 TEST_CASE("a timeout that is not positive and a rank outside the job are rejected before any NCCL call",
