@@ -6,6 +6,7 @@
 // before the call, so an element the code forgot to write is caught.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -27,6 +28,13 @@ constexpr unsigned char kPoisonByte = 0xFF;
 
 // Fills `bytes` bytes of device memory at `device_ptr` with kPoisonByte (synchronously).
 void poison_device(void* device_ptr, std::size_t bytes);
+
+// Whether `value` still holds the poison (every byte kPoisonByte): nothing wrote it.
+template <class T>
+bool is_poisoned(const T& value) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+  return std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == kPoisonByte; });
+}
 
 // Mixes a case-specific salt into a run's seed, so cases do not share inputs.
 std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t salt);

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -30,16 +29,6 @@ using namespace lesson06;
 using namespace lesson06_tests;
 
 // ---- Task 3 ---------------------------------------------------------------------------------
-
-namespace {
-
-bool is_poison(float value) {
-  unsigned bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits == 0xFFFFFFFFu;
-}
-
-}  // namespace
 
 TEST_CASE("broadcast from every root reaches every rank in place and out of place",
           "[06-nccl][task:3][gpus:1][points:2]") {
@@ -90,7 +79,7 @@ TEST_CASE("reduce to every root sums onto the root and leaves the other ranks al
           if (k != root) {
             const std::vector<float> untouched = recv.read(k);
             INFO("rank " << k << " is not the root: its recv buffer is not written");
-            CHECK(std::all_of(untouched.begin(), untouched.end(), is_poison));
+            CHECK(std::all_of(untouched.begin(), untouched.end(), course::is_poisoned<float>));
           }
       }
   }

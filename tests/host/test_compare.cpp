@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -63,4 +64,15 @@ TEST_CASE("seeded random inputs are reproducible, varied and never all zero", "[
   for (float v : ints) CHECK(v == std::floor(v));
   CHECK(course::random_bytes(33, 5) == course::random_bytes(33, 5));
   CHECK(course::mix_seed(1, 1) != course::mix_seed(1, 2));
+}
+
+TEST_CASE("a value is poisoned only while every one of its bytes is the poison byte", "[host][random]") {
+  float poisoned = 0;
+  std::memset(&poisoned, course::kPoisonByte, sizeof poisoned);
+  CHECK(course::is_poisoned(poisoned));
+  CHECK(std::isnan(poisoned));
+  CHECK_FALSE(course::is_poisoned(std::numeric_limits<float>::quiet_NaN()));  // a NaN someone wrote
+  CHECK_FALSE(course::is_poisoned(0.0f));
+  CHECK(course::is_poisoned(-1));  // an int of 0xFF bytes
+  CHECK_FALSE(course::is_poisoned(1.0));
 }
