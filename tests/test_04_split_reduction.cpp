@@ -69,7 +69,7 @@ TEST_CASE("2^28 random floats in [0, 1) sum to within 1e-6 of a double-precision
   CHECK(std::abs(got - reference) <= 1e-6 * reference);
 }
 
-TEST_CASE("enqueue_sum returns at once and then writes adds and writes 0 for n = 0 in stream order",
+TEST_CASE("enqueue_sum returns at once then writes or adds its sum in stream order and n = 0 writes 0",
           "[04-split-reduction][task:1][gpus:1][points:1]") {
   require_gpus(1);
   const std::vector<float> values = course::random_small_integers(100003, case_seed(120));
