@@ -49,7 +49,8 @@ void all_reduce(std::span<const ncclComm_t> comms, std::span<const cudaStream_t>
 
 // Given (partial_kernels.cu): enqueues on `stream` (of the current device; std::logic_error when
 // the stream belongs to another GPU) *sum = data[0] + ... +
-// data[n-1] in double; n = 0 writes 0. Lesson 04's first task, in a plain version.
+// data[n-1] in double; n = 0 writes 0. Lesson 04's first task, in a simpler version
+// (atomicAdd per block: the last bits of a sum of arbitrary floats may vary from call to call).
 void enqueue_partial_sum(const float* data, std::size_t n, double* sum, cudaStream_t stream);
 
 // Task 2. Lesson 04's split sum as one all-reduce: slice k (course::split_range(n, W, k) of the
