@@ -159,6 +159,9 @@ void print_table(const lesson04::CrossoverReport& r) {
             << (r.crossover ? std::to_string(*r.crossover) + " floats (" + size_name(*r.crossover) + ")"
                             : std::string("none up to the largest size"))
             << '\n';
+  const bool one_gpu = std::all_of(r.devices.begin(), r.devices.end(), [&](int d) { return d == r.devices.front(); });
+  if (one_gpu && r.crossover)
+    std::cout << "  (the workers share one GPU: that crossover is noise, speed-ups within a few % of 1.00x)\n";
 }
 
 const lesson04::SizeTiming* row_of(const lesson04::CrossoverReport& r, std::size_t n) {
