@@ -9,7 +9,9 @@
 // PASS/FAIL line at 64 MiB and above (within 5%). On one GPU the multi-GPU figures are not
 // measured; what one rank can show is checked instead: an out-of-place one-rank all-reduce is a
 // device-to-device copy and should run as fast as cudaMemcpy does. It also times lesson 04's split
-// sum combined on the host against the same sum finished by one all-reduce (task 2).
+// sum combined on the host against the same sum finished by one all-reduce (task 2), and one
+// process for all GPUs (tasks 1-2) against one process per GPU (task 4, started by the course's
+// launcher, which runs this same program once per rank).
 // Run it with: meson test -C build --benchmark --suite 06-nccl --verbose
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -18,9 +20,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/partition.h"
+#include "common/testing/rank_launcher.h"
 #include "nccl_collectives.h"
 
 using lesson06::Collective;
@@ -185,9 +191,120 @@ void compare_combines(Ranks& r, std::size_t n) {
       n, ranks, ranks == 1 ? "" : "s", median(host_ms), median(nccl_ms));
 }
 
+// ---- one process against one process per GPU ---------------------------------------------------
+
+constexpr std::size_t kJobFloats = std::size_t{1} << 20;  // 4 MiB per rank: the set-up is what differs
+
+// Milliseconds since `begin`.
+double ms_since(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+}
+
+// Rank r's numbers are all 1 + r, so every element of the sum over n ranks is n + n(n-1)/2.
+float job_sum(int nranks) {
+  return static_cast<float>(nranks + nranks * (nranks - 1) / 2);
+}
+
+// This program as one rank of a job that one_process_per_gpu() below started: the CUDA context is
+// made first (the one-process side made its own long before it is timed), then the whole of your
+// rank_all_reduce (join, copy in, all-reduce, copy back, destroy) is timed. Writes "<ms> ok" or
+// "<ms> wrong" to the launcher's output file.
+int run_as_rank() {
+  try {
+    const course::testing::RankContext context = course::testing::rank_context();
+    CUDA_CHECK(cudaSetDevice(context.rank));
+    CUDA_CHECK(cudaFree(nullptr));  // makes the context
+    const ncclUniqueId id = course::testing::share_unique_id(context, std::chrono::seconds(60));
+    const std::vector<float> input(kJobFloats, 1.0f + static_cast<float>(context.rank));
+    const auto begin = std::chrono::steady_clock::now();
+    const std::vector<float> sum = lesson06::rank_all_reduce(context.rank, context.nranks, id, context.rank, input);
+    const double ms = ms_since(begin);
+    const bool ok = sum.size() == kJobFloats &&
+                    std::all_of(sum.begin(), sum.end(), [&](float v) { return v == job_sum(context.nranks); });
+    std::ofstream(std::getenv("COURSE_CHILD_OUTPUT")) << ms << (ok ? " ok" : " wrong") << '\n';
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank: %s\n", e.what());
+    return 1;
+  }
+}
+
+// The same job from this process: make the communicators, one buffer per GPU filled from the
+// host, one in-place all-reduce (your task 2), the sums copied back, the communicators destroyed.
+// Returns {the whole, of which make_communicators} in ms.
+std::pair<double, double> one_process(const std::vector<int>& devices) {
+  const int n = static_cast<int>(devices.size());
+  std::vector<course::Stream> streams;
+  std::vector<cudaStream_t> handles;
+  for (const int d : devices) handles.push_back(streams.emplace_back(d).get());
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<ncclComm_t> comms = lesson06::make_communicators(devices);
+  const double made = ms_since(begin);
+  std::vector<course::DeviceBuffer<float>> buffers;
+  std::vector<float*> pointers;
+  std::vector<float> sum(kJobFloats);
+  for (int k = 0; k < n; ++k) {
+    const std::vector<float> input(kJobFloats, 1.0f + static_cast<float>(k));
+    pointers.push_back(buffers.emplace_back(devices[k], kJobFloats).data());
+    CUDA_CHECK(cudaMemcpy(pointers.back(), input.data(), buffers.back().bytes(), cudaMemcpyHostToDevice));
+  }
+  const std::vector<const float*> sends(pointers.begin(), pointers.end());
+  lesson06::all_reduce(comms, handles, sends, pointers, kJobFloats, ncclSum);
+  for (int k = 0; k < n; ++k) {
+    CUDA_CHECK(cudaMemcpy(sum.data(), pointers[k], buffers[k].bytes(), cudaMemcpyDeviceToHost));
+    if (std::any_of(sum.begin(), sum.end(), [&](float v) { return v != job_sum(n); }))
+      throw std::runtime_error("one process: rank " + std::to_string(k) + "'s sum is wrong");
+  }
+  lesson06::destroy_communicators(comms);
+  return {ms_since(begin), made};
+}
+
+// Prints both ways of running the job, three times each (medians). Returns the number of failures.
+int one_process_per_gpu(const std::vector<int>& devices) {
+  const int n = static_cast<int>(devices.size());
+  std::printf(
+      "\nOne process for %d GPU%s (tasks 1-2) against one process per GPU (task 4): make the communicators, "
+      "copy %zu MiB in per GPU, all-reduce it in place, copy it back, destroy (median of 3)\n",
+      n, n == 1 ? "" : "s", kJobFloats * sizeof(float) / kMiB);
+  std::vector<double> whole, made, fastest, slowest, job;
+  for (int i = 0; i < 3; ++i) {
+    const auto [ms, made_ms] = one_process(devices);
+    whole.push_back(ms);
+    made.push_back(made_ms);
+    const course::testing::RankLaunch launch =
+        course::testing::launch_ranks("rank", n, n, {}, std::chrono::seconds(120));
+    std::vector<double> ranks;
+    for (const course::testing::RankProcess& p : launch.ranks) {
+      double rank_ms = 0;
+      char verdict[8] = {};
+      if (p.exit_code != 0 || std::sscanf(p.output.c_str(), "%lf %7s", &rank_ms, verdict) != 2 ||
+          std::string(verdict) != "ok") {
+        const std::size_t from = p.log.size() > 400 ? p.log.size() - 400 : 0;
+        std::printf("  rank %d of the job: exit %d%s, output '%s', log ...%s\n", p.rank, p.exit_code,
+                    launch.timed_out ? " (killed at the time limit)" : "", p.output.c_str(), p.log.c_str() + from);
+        return 1;
+      }
+      ranks.push_back(rank_ms);
+    }
+    fastest.push_back(*std::min_element(ranks.begin(), ranks.end()));
+    slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
+    job.push_back(static_cast<double>(launch.elapsed.count()));
+  }
+  std::printf("  one process:          %8.1f ms, of which make_communicators %.1f ms\n", median(whole), median(made));
+  std::printf(
+      "  one process per GPU:  %8.1f ms in the slowest rank (%.1f in the fastest; rank_all_reduce, after the "
+      "CUDA context is made)\n"
+      "                        %8.1f ms for the whole job (processes started, CUDA contexts, the id passed, the "
+      "ranks' work, exit)\n",
+      median(slowest), median(fastest), median(job));
+  return 0;
+}
+
 }  // namespace
 
 int main() {
+  // Started by one_process_per_gpu() as one rank of a job: do that rank's part and nothing else.
+  if (std::getenv("COURSE_RANK") != nullptr) return run_as_rank();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     (void)cudaGetLastError();
@@ -281,6 +398,7 @@ int main() {
       }
     }
     lesson06::destroy_communicators(r.comms);
+    failures += one_process_per_gpu(r.devices);
   } catch (const std::exception& e) {
     std::printf("stopped: %s\n", e.what());
     return 1;
