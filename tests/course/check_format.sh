@@ -6,8 +6,9 @@
 # .clang-format (CI runs this); --fix formats them in place instead.
 #     tests/course/check_format.sh [--fix] [COURSE_ROOT]
 # Exit status: 0 formatted, 1 not (the files and clang-format's own diagnostics are printed),
-# 77 skipped when clang-format is not installed. Not checked: tests/grader/, whose C++ files
-# stand in for student submissions, and a submission's style is not graded.
+# 77 skipped when clang-format is not installed (1 with COURSE_REQUIRE_FORMAT=1, as CI sets it).
+# Not checked: tests/grader/, whose C++ files stand in for student submissions, and a
+# submission's style is not graded.
 set -euo pipefail
 fix=0
 if [ "${1:-}" = --fix ]; then
@@ -17,6 +18,7 @@ fi
 cd "${1:-$(dirname "$0")/../..}"
 if ! command -v clang-format >/dev/null; then
   echo "clang-format is not installed: the format is not checked"
+  [ "${COURSE_REQUIRE_FORMAT:-0}" = 1 ] && { echo "COURSE_REQUIRE_FORMAT=1: that is an error (CI)"; exit 1; }
   exit 77
 fi
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
