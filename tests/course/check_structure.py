@@ -39,12 +39,13 @@ def lesson_folders(root):
     return sorted(p for p in (root / "lessons").iterdir() if p.is_dir() and re.match(r"\d\d-", p.name))
 
 
-def student_file(lesson, table):
-    """(contract header, starter): the table's 'student' file and the header of the same stem."""
-    m = re.search(r"'folder':\s*'" + re.escape(lesson.name) + r"',\s*'student':\s*'([^']+)'", table)
-    if not m:
+def student_file(lesson, root):
+    """(contract header, starter): the lesson table's 'student' file, read as the grader reads it,
+    and the header of the same stem."""
+    name = course_layout.student_files_of_build(root).get(lesson.name)
+    if name is None:
         return None, None
-    starter = lesson / m.group(1)
+    starter = lesson / name
     return starter.with_suffix(".h"), starter
 
 
@@ -113,7 +114,7 @@ def check_lesson(root, lesson, table):
     problems = []
     name = lesson.name
     readme = lesson / "README.md"
-    header, starter = student_file(lesson, table)
+    header, starter = student_file(lesson, root)
     solution = root / "solutions" / name / starter.name if starter else None
     if starter is None:
         return [f"{name}: not listed (with its 'student' file) in the lesson table of tests/meson.build"]
@@ -174,18 +175,17 @@ def check_lesson(root, lesson, table):
     return problems
 
 
-def check_student_files(root, table):
-    """The build's table names, for each lesson, the student file the grader would take."""
+def check_student_files(root):
+    """The grader takes each lesson's student file from the same table the build uses: it must
+    find every lesson folder there (a lesson it leaves out would be graded as nothing)."""
+    left_out = []
     try:
-        lessons = course_layout.discover_lessons(root)
+        found = {lesson.slug for lesson in course_layout.discover_lessons(root, warn=left_out.append)}
     except course_layout.LayoutError as error:
         return [f"the grader finds no lessons: {error}"]
-    problems = []
-    for lesson in lessons:
-        _, starter = student_file(root / "lessons" / lesson.slug, table)
-        if starter is not None and starter.name != lesson.student_filename:
-            problems.append(f"{lesson.slug}: tests/meson.build builds '{starter.name}' as the student file, but the "
-                            f"grader takes '{lesson.student_filename}' from a submission")
+    problems = [f"the grader leaves a lesson out: {text}" for text in left_out]
+    problems += [f"{lesson.name}: the grader does not find it" for lesson in lesson_folders(root)
+                 if lesson.name not in found and not any(lesson.name in text for text in left_out)]
     return problems
 
 
@@ -212,7 +212,7 @@ def main(argv):
         print(f"{lesson.name}: {'ok' if not found else f'{len(found)} problem(s)'}")
         problems += found
     problems += check_headers(root)
-    problems += check_student_files(root, table)
+    problems += check_student_files(root)
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"{len(lessons)} lessons checked, {len(problems)} problem(s)")

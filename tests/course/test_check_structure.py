@@ -84,12 +84,12 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         self.edit(f"lessons/{LESSON}/README.md", "| the device count matches the runtime's |", "| (forgotten) |")
         self.assert_reported("is not named in the README's 'What the tests check' table")
 
-    def test_a_student_file_the_grader_would_not_take_is_reported(self):
-        # A second source with a header beside it; the grader keeps the one named after the lesson.
-        for relative in (f"lessons/{LESSON}/extra.h", f"lessons/{LESSON}/extra.cpp", f"solutions/{LESSON}/extra.cpp"):
-            (self.root / relative).write_text("// SPDX-License-Identifier: MIT\n")
-        self.edit("tests/meson.build", "'student': 'device_enumeration.cpp'", "'student': 'extra.cpp'")
-        self.assert_reported("but the grader takes 'device_enumeration.cpp'")
+    def test_a_lesson_the_grader_cannot_find_is_reported(self):
+        # The grader reads the student file from the build's lesson table: one it names that is
+        # not there leaves the lesson ungraded.
+        self.edit("tests/meson.build", "'student': 'device_enumeration.cpp'", "'student': 'missing.cpp'")
+        self.assert_reported("the grader leaves a lesson out")
+
     def test_a_readme_pointing_at_a_wrong_line_is_reported(self):
         self.edit(f"lessons/{LESSON}/README.md", "device_enumeration.cpp:23", "device_enumeration.cpp:24")
         self.assert_reported("README.md points at device_enumeration.cpp:24")

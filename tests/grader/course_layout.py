@@ -3,7 +3,8 @@
 """Where things are in the course and in a submission, and how a submission is staged.
 
 A lesson lives in `lessons/NN-slug/`. Its contract header `<stem>.h` sits beside the one
-file the student edits, `<stem>.cpp` or `<stem>.cu`. A submission contributes exactly those
+file the student edits, `<stem>.cpp` or `<stem>.cu`, which the lesson table of
+tests/meson.build names (the build compiles the same file). A submission contributes exactly those
 student files: staging copies the pristine course (without `.git`, `build*` and
 `solutions/`) and then overlays the student files only, so a submission cannot change a
 test, a header or common/. The copy lies outside the course (grade.py refuses a build folder
@@ -19,7 +20,6 @@ import shutil
 from pathlib import Path
 
 STUDENT_EXTENSIONS = (".cu", ".cpp")
-NOT_STUDENT_STEMS = {"demo", "benchmark"}
 _LESSON_DIR = re.compile(r"^(\d\d)-[A-Za-z0-9][\w-]*$")
 
 
@@ -53,48 +53,53 @@ class Lesson:
 
 # ----------------------------------------------------------------------------- lessons
 
-def discover_lessons(course: Path, warn=None) -> list[Lesson]:
-    """Every `lessons/NN-slug/` folder of the course that has a student file, by number.
+# One entry of the lesson table in tests/meson.build: {'number': ..., 'folder': 'NN-slug',
+# 'student': 'file.cu', ...}. That table is the one place that says which file is a lesson's
+# student file: the build compiles it, the grader takes it from a submission, the structure
+# check reads it through student_files_of_build().
+_TABLE_ENTRY = re.compile(r"'folder':\s*'([^']+)',\s*'student':\s*'([^']+)'")
 
-    A folder without one is left out, through `warn(message)` when given.
+
+def student_files_of_build(course: Path) -> dict[str, str]:
+    """The lesson table of the course's tests/meson.build: lesson folder -> its student file."""
+    table = course / "tests" / "meson.build"
+    if not table.is_file():
+        raise LayoutError(f"{course} has no tests/meson.build: is it the course's root?")
+    return dict(_TABLE_ENTRY.findall(table.read_text()))
+
+
+def discover_lessons(course: Path, warn=None) -> list[Lesson]:
+    """Every `lessons/NN-slug/` folder of the course that the lesson table of tests/meson.build
+    lists with its student file (a <stem>.cpp or <stem>.cu beside <stem>.h), by number.
+
+    A folder the table does not list, or whose student file or header is missing, is left out,
+    through `warn(message)` when given.
     """
     lessons_dir = course / "lessons"
     if not lessons_dir.is_dir():
         raise LayoutError(f"{course} has no lessons/ folder: is it the course's root?")
+    table = student_files_of_build(course)
     lessons = []
     for folder in sorted(lessons_dir.iterdir()):
         match = _LESSON_DIR.match(folder.name)
         if not (folder.is_dir() and match):
             continue
-        try:
-            stem, extension = _student_file_of(folder, course / "solutions" / folder.name)
-        except LayoutError as error:
-            if warn:
-                warn(f"{error}; lesson left out")
+        student = table.get(folder.name)
+        path = folder / student if student else None
+        if path is None:
+            problem = "not in the lesson table of tests/meson.build"
+        elif path.suffix not in STUDENT_EXTENSIONS or not path.is_file():
+            problem = f"the table's student file {student} is not a .cpp or .cu file there"
+        elif not path.with_suffix(".h").is_file():
+            problem = f"its student file {student} has no contract header {path.stem}.h beside it"
+        else:
+            lessons.append(Lesson(match.group(1), folder.name, path.stem, path.suffix))
             continue
-        lessons.append(Lesson(match.group(1), folder.name, stem, extension))
+        if warn:
+            warn(f"{folder}: {problem}; lesson left out")
     if not lessons:
-        raise LayoutError(f"no lesson folders (lessons/NN-name/) in {lessons_dir}")
+        raise LayoutError(f"no lesson folders (lessons/NN-name/) listed in {course / 'tests' / 'meson.build'}")
     return lessons
-
-
-def _student_file_of(folder: Path, solution_folder: Path) -> tuple[str, str]:
-    """(stem, extension) of the lesson's student file: a source with a header of the same stem.
-
-    When several sources have a header beside them, the one that solutions/ also has wins,
-    then the one named after the lesson ("01-device-enumeration" -> device_enumeration).
-    """
-    candidates = sorted((path.stem, path.suffix) for path in folder.iterdir()
-                        if path.suffix in STUDENT_EXTENSIONS and path.stem not in NOT_STUDENT_STEMS
-                        and (folder / (path.stem + ".h")).is_file())
-    if not candidates:
-        raise LayoutError(f"{folder}: no student file (a <stem>.cpp or <stem>.cu beside <stem>.h)")
-    in_solutions = [c for c in candidates if (solution_folder / (c[0] + c[1])).is_file()]
-    named_after = [c for c in candidates if c[0] == folder.name[3:].replace("-", "_")]
-    for choice in (in_solutions, named_after, candidates):
-        if len(choice) == 1:
-            return choice[0]
-    return (in_solutions or named_after or candidates)[0]
 
 
 def select_lessons(lessons: list[Lesson], spec: str | None) -> list[Lesson]:
