@@ -304,7 +304,7 @@ int main() {
       std::cout << "  one GPU: two workers on GPU 0 share its memory bandwidth, so expect no speed-up\n";
       print_table(lesson04::measure_crossover(shared, sizes, {3, 20}));
     }
-    for (int k = 2; k <= count; k *= 2) {
+    for (int k = 2; k <= count; ++k) {  // every GPU count: 3 GPUs have a crossover too
       std::vector<int> devices;
       for (int d = 0; d < k; ++d) devices.push_back(d);
       std::cout << "  GPUs 0.." << k - 1 << ":\n";
