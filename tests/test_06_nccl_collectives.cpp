@@ -63,25 +63,31 @@ TEST_CASE("reduce to every root sums onto the root and leaves the other ranks al
     const std::vector<int> devices = first_devices(g);
     const Communicators c(devices);
     for (const std::size_t n : kCounts)
-      for (int root = 0; root < g; ++root) {
-        const auto values = random_per_rank(g, n, 420 + n + root);
-        std::vector<float> expected(n, 0.0f);
-        RankBuffers send(devices, n), recv(devices, n);
-        for (int k = 0; k < g; ++k) {
-          send.fill(k, values[k]);
-          for (std::size_t i = 0; i < n; ++i) expected[i] += values[k][i];
-        }
-        run_with_watchdog("reduce", kCallLimit, kGroupHint,
-                          [&] { reduce(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n, root); });
-        INFO(g << " GPUs, " << n << " floats, root " << root);
-        check_agrees(recv.read(root), expected);
-        for (int k = 0; k < g; ++k)
-          if (k != root) {
-            const std::vector<float> untouched = recv.read(k);
-            INFO("rank " << k << " is not the root: its recv buffer is not written");
-            CHECK(std::all_of(untouched.begin(), untouched.end(), course::is_poisoned<float>));
+      for (int root = 0; root < g; ++root)
+        for (const bool in_place : {false, true}) {
+          const auto values = random_per_rank(g, n, 420 + n + root);
+          std::vector<float> expected(n, 0.0f);
+          RankBuffers send(devices, n), recv(devices, n);
+          for (int k = 0; k < g; ++k) {
+            send.fill(k, values[k]);
+            for (std::size_t i = 0; i < n; ++i) expected[i] += values[k][i];
           }
-      }
+          std::vector<const float*> sources = send.const_pointers;
+          if (in_place) {  // the root adds into its own buffer: send[root] == recv[root]
+            recv.fill(root, values[root]);
+            sources[root] = recv.const_pointers[root];
+          }
+          run_with_watchdog("reduce", kCallLimit, kGroupHint,
+                            [&] { reduce(c.comms, c.stream_handles, sources, recv.pointers, n, root); });
+          INFO(g << " GPUs, " << n << " floats, root " << root << (in_place ? ", in place" : ", out of place"));
+          check_agrees(recv.read(root), expected);
+          for (int k = 0; k < g; ++k)
+            if (k != root) {
+              const std::vector<float> untouched = recv.read(k);
+              INFO("rank " << k << " is not the root: its recv buffer is not written");
+              CHECK(std::all_of(untouched.begin(), untouched.end(), course::is_poisoned<float>));
+            }
+        }
   }
 }
 

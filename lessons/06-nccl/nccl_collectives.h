@@ -70,7 +70,8 @@ void broadcast(std::span<const ncclComm_t> comms, std::span<const cudaStream_t> 
                std::span<const float* const> send, std::span<float* const> recv, std::size_t count, int root);
 
 // Task 3. recv[root][i] = sum over ranks r of send[r][i]; only recv[root] is written (the others
-// may be nullptr and are never touched). Throws std::invalid_argument when root is not a rank.
+// may be nullptr and are never touched); in place when send[root] == recv[root]. Throws
+// std::invalid_argument when root is not a rank.
 void reduce(std::span<const ncclComm_t> comms, std::span<const cudaStream_t> streams,
             std::span<const float* const> send, std::span<float* const> recv, std::size_t count, int root);
 
