@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -165,7 +167,7 @@ constexpr const char* kMeasureHint =
 
 TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of the repeats",
           "[03-peer-access][task:5][gpus:1][points:1]") {
-  require_gpus(1);
+  const int count = require_gpus(1);
   const MeasureOptions options{1, 5};
   const std::size_t bytes = std::size_t{64} << 20;
   run_with_watchdog("the task 5 measurements on GPU 0", kMeasureLimit, kMeasureHint, [&] {
@@ -182,6 +184,22 @@ TEST_CASE("bandwidth figures count a GB as 10^9 bytes and report the median of t
     INFO("a " << kLatencyBytes << "-byte copy took " << latency.median_ms * 1e3 << " us, a " << bytes << "-byte one "
               << one_way.median_ms * 1e3 << " us");
     CHECK(latency.median_ms < one_way.median_ms);
+  });
+  if (count < 2) return;  // leaving another device current shows only where there is one
+  run_with_watchdog("the task 5 measurements on GPU 1, called with GPU 0 current", kMeasureLimit, kMeasureHint, [&] {
+    const std::size_t small = std::size_t{4} << 20;
+    const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+        {"measure_one_way(1, 1)", [&] { (void)measure_one_way(1, 1, small, options); }},
+        {"measure_both_ways(1, 1)", [&] { (void)measure_both_ways(1, 1, small, options); }},
+        {"measure_staged(1, 1, overlapped)", [&] { (void)measure_staged(1, 1, small, true, small / 4, options); }},
+        {"measure_staged(1, 1, serial)", [&] { (void)measure_staged(1, 1, small, false, small / 4, options); }},
+        {"measure_latency(1, 1)", [&] { (void)measure_latency(1, 1, options); }}};
+    for (const auto& [what, call] : calls) {
+      CUDA_CHECK(cudaSetDevice(0));
+      call();
+      INFO(what << " was called with GPU 0 current and must leave it current");
+      CHECK(current_device() == 0);
+    }
   });
 }
 
