@@ -564,6 +564,10 @@ class ProbeTests(unittest.TestCase):
         self.assertFalse(grader.run.sandbox.enabled)
 
 
+# The fixture course has no CUDA, so the library it proves "a library's function may not be
+# replaced" with is libc (redefine_libc); the same check against the CUDA runtime
+# (tests/grader/attacks/01-device-enumeration/redefine_cuda) is graded on the GPU host by
+# .ci/gpu-verify, with the rest of those attacks on the real lesson 01.
 ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks are on)
     "control_exception": "the test framework's headers are not the student's to include",
     "include_solution": "does not build",
