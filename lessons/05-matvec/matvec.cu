@@ -34,15 +34,7 @@ namespace lesson05 {
 
 // ---- Task 1 -------------------------------------------------------------------------------------
 
-// TODO(task 1): write the gemv kernel here (a __global__ function in an anonymous namespace), then
-// launch it below. One block (or one warp) per row: the threads stride along the row, each adds
-// W[i * n + j] * x[j] for its columns into a float, and the partial sums are combined with warp
-// shuffles (__shfl_down_sync) and, between the warps of a block, shared memory. Memory bandwidth is
-// the limit: read four columns at once with float4 loads when n % 4 == 0 and W and x sit on 16-byte
-// boundaries (check the pointers: a view into a larger buffer may not), floats otherwise. Launch on
-// `stream`, enough blocks to cover the m rows (round up; or loop over rows inside the kernel), and
-// check the launch with CUDA_CHECK_LAUNCH(). m == 0: return before any CUDA call. n == 0: every
-// y[i] must still be written (0).
+// TODO(task 1): your gemv kernel here, launched by launch_gemv (README hint "Task 1: launch_gemv").
 void launch_gemv(const float* W, const float* x, float* y, std::size_t m, std::size_t n, cudaStream_t stream) {
   (void)W;
   (void)x;
@@ -57,13 +49,7 @@ void launch_gemv(const float* W, const float* x, float* y, std::size_t m, std::s
 
 DistributedMatrix distribute_rows(std::span<const int> devices, int root, const float* W, std::size_t m,
                                   std::size_t n) {
-  // TODO(task 2): check the arguments first (std::invalid_argument). Then fill a DistributedMatrix
-  // (split = Split::rows, m, n, root) with one Worker per entry of `devices`, in order: worker k
-  // runs on devices[k] (a device number, not k) and holds rows course::split_range(m, K, k) and all
-  // n columns. Its buffers are course::DeviceBuffer<float>(devices[k], count) and its stream
-  // course::Stream(devices[k]); build it with Worker{device, rows, cols, W, x, y, stream} and
-  // push_back(std::move(worker)). Copy its rows of W from the host with cudaMemcpy, with its device
-  // current (course::DeviceGuard).
+  // TODO(task 2): distribute_rows (contract in the header; README hint "Task 2: distribute_rows").
   (void)devices;
   (void)root;
   (void)W;
@@ -73,10 +59,7 @@ DistributedMatrix distribute_rows(std::span<const int> devices, int root, const 
 }
 
 void multiply_rows(DistributedMatrix& A, const float* x, float* y) {
-  // TODO(task 2): check the arguments first (std::invalid_argument). Then, for every worker, with its
-  // device current and on its stream, WITHOUT waiting: cudaMemcpyPeerAsync x from A.root into w.x,
-  // launch_gemv on its block, cudaMemcpyPeerAsync its y into y + w.rows.begin on A.root. Only when
-  // every worker has its work, wait for each stream. Skip copies of 0 bytes.
+  // TODO(task 2): multiply_rows (contract in the header; README hint "Task 2: multiply_rows").
   (void)A;
   (void)x;
   (void)y;
@@ -87,12 +70,7 @@ void multiply_rows(DistributedMatrix& A, const float* x, float* y) {
 
 DistributedMatrix distribute_columns(std::span<const int> devices, int root, const float* W, std::size_t m,
                                      std::size_t n) {
-  // TODO(task 3): as distribute_rows, with the roles of rows and columns swapped: worker k holds all
-  // m rows and the columns course::split_range(n, K, k), so its block is m x cols.size(). Out of the
-  // host's W that block is m pieces of cols.size() floats, one every n floats: cudaMemcpy2D copies
-  // it in one call (dst pitch cols.size() * 4 bytes, src W + cols.begin with pitch n * 4 bytes).
-  // Its y holds a partial y of all m rows. Then, on the root: A.partials (K * m floats) and
-  // A.root_stream.emplace(root).
+  // TODO(task 3): distribute_columns (contract in the header; README hint "Task 3: distribute_columns").
   (void)devices;
   (void)root;
   (void)W;
@@ -101,13 +79,7 @@ DistributedMatrix distribute_columns(std::span<const int> devices, int root, con
   NOT_IMPLEMENTED("task 3");
 }
 
-// TODO(task 3): write a kernel here that sums the partials on the root: y[i] = sum over k of
-// partials[k * m + i]. In multiply_columns, check the arguments (std::invalid_argument), then for
-// every worker, with its device current and on its stream, without waiting: copy x[cols] from the
-// root into w.x, launch_gemv of its m x cols.size() block into w.y (its partial y), copy w.y to
-// A.partials.data() + k * m on the root, and record a course::Event (made on the worker's device)
-// after that copy. Then on the root: A.root_stream waits for every event (cudaStreamWaitEvent), runs
-// your kernel, and only then does the host wait, for the root stream alone.
+// TODO(task 3): multiply_columns (contract in the header; README hint "Task 3: multiply_columns").
 void multiply_columns(DistributedMatrix& A, const float* x, float* y) {
   (void)A;
   (void)x;
@@ -118,10 +90,7 @@ void multiply_columns(DistributedMatrix& A, const float* x, float* y) {
 // ---- Task 4 -------------------------------------------------------------------------------------
 
 std::vector<CublasHandle> create_cublas_handles(const DistributedMatrix& A) {
-  // TODO(task 4): check that A is a row split (std::invalid_argument). For every worker: make its
-  // device current (course::DeviceGuard), cublasCreate a handle (CUBLAS_CHECK), keep it with the
-  // device in the vector, and bind it to the worker's stream with cublasSetStream. If anything
-  // fails, destroy the handles made so far before you rethrow.
+  // TODO(task 4): create_cublas_handles (contract in the header; README hint "Task 4: create_cublas_handles").
   (void)A;
   NOT_IMPLEMENTED("task 4");
 }
@@ -133,11 +102,7 @@ void destroy_cublas_handles(std::vector<CublasHandle>& handles) {
 }
 
 void multiply_rows_cublas(DistributedMatrix& A, const std::vector<CublasHandle>& handles, const float* x, float* y) {
-  // TODO(task 4): check the arguments (std::invalid_argument). Then multiply_rows, with
-  // cublasSgemv(handles[k].handle, ...) in place of launch_gemv while worker k's device is current.
-  // cuBLAS reads matrices column-major: see the README for the transpose trick (CUBLAS_OP_T,
-  // dimensions n and rows, leading dimension n). alpha = 1 and beta = 0 are host floats. For n == 0
-  // cuBLAS leaves y untouched: write the zeros yourself (cudaMemsetAsync).
+  // TODO(task 4): multiply_rows_cublas (contract in the header; README hint "Task 4: multiply_rows_cublas").
   (void)A;
   (void)handles;
   (void)x;
@@ -148,10 +113,7 @@ void multiply_rows_cublas(DistributedMatrix& A, const std::vector<CublasHandle>&
 // ---- Task 5 -------------------------------------------------------------------------------------
 
 ManagedMatrix allocate_managed(std::span<const int> devices, std::size_t m, std::size_t n) {
-  // TODO(task 5): check `devices` (std::invalid_argument). Fill m, n, devices, rows
-  // (course::split_ranges), cudaMallocManaged W (m * n floats), x (n) and y (m), skipping empty ones
-  // (they stay nullptr), and one course::Stream per worker (streams.reserve, then emplace_back). If
-  // an allocation fails, free what you had before you rethrow.
+  // TODO(task 5): allocate_managed (contract in the header; README hint "Task 5: allocate_managed").
   (void)devices;
   (void)m;
   (void)n;
@@ -159,27 +121,19 @@ ManagedMatrix allocate_managed(std::span<const int> devices, std::size_t m, std:
 }
 
 void free_managed(ManagedMatrix& A) {
-  // TODO(task 5): wait for the streams, destroy them (clear the vector), cudaFree W, x and y (those
-  // that are not nullptr) and set them to nullptr; clear devices and rows.
+  // TODO(task 5): free_managed (contract in the header; README hint "Task 5: free_managed").
   (void)A;
   NOT_IMPLEMENTED("task 5");
 }
 
 void advise_and_prefetch(ManagedMatrix& A) {
-  // TODO(task 5): first the advice, for every block: x gets course::mem_advise(A.x, bytes,
-  // cudaMemAdviseSetReadMostly, any device); worker k's rows of W and its rows of y (skip empty
-  // ones) get cudaMemAdviseSetPreferredLocation and cudaMemAdviseSetAccessedBy for devices[k]
-  // (course::mem_advise). Then the moves: for every worker k, with devices[k] current,
-  // course::mem_prefetch_async x and its two blocks to devices[k] on streams[k]. Wait for the
-  // streams at the end, not inside the loop.
+  // TODO(task 5): advise_and_prefetch (contract in the header; README hint "Task 5: advise_and_prefetch").
   (void)A;
   NOT_IMPLEMENTED("task 5");
 }
 
 void multiply_managed(ManagedMatrix& A) {
-  // TODO(task 5): for every worker k, with devices[k] current: launch_gemv on its rows (W from row
-  // rows[k].begin, y from element rows[k].begin; W or y may be nullptr for an empty matrix) on
-  // streams[k]. Then wait for every stream.
+  // TODO(task 5): multiply_managed (contract in the header; README hint "Task 5: multiply_managed").
   (void)A;
   NOT_IMPLEMENTED("task 5");
 }
