@@ -70,9 +70,7 @@ template <class T>
 // ---- Task 1 -------------------------------------------------------------------------------------
 
 std::vector<ncclComm_t> make_communicators(std::span<const int> devices) {
-  // TODO(task 1): reject an empty list and a repeated device (std::invalid_argument) first. Then
-  // one ncclCommInitAll with the device list (rank k runs on devices[k]; a null list would mean
-  // GPUs 0 .. W-1). Leave the caller's current device as it was (course::DeviceGuard).
+  // TODO(task 1): make_communicators (contract in the header; README hint "Task 1: make_communicators").
   (void)devices;
   NOT_IMPLEMENTED("task 1");
 }
@@ -85,11 +83,7 @@ void destroy_communicators(std::vector<ncclComm_t>& comms) {
 
 // ---- Task 2 -------------------------------------------------------------------------------------
 
-// TODO(task 2): validate (the given require_* helpers), return for count 0, then ONE
-// ncclGroupStart; for every rank k, make its device current (device_of) and ncclAllReduce its
-// buffers on streams[k]; ncclGroupEnd (also when a call inside throws); then wait for EACH stream.
-// Tasks 2 and 3 all do this: a helper that runs one call per rank inside one group, and one that
-// waits for each stream, are worth writing here.
+// TODO(task 2): all_reduce (contract in the header; README hint "Task 2: all_reduce").
 void all_reduce(std::span<const ncclComm_t> comms, std::span<const cudaStream_t> streams,
                 std::span<const float* const> send, std::span<float* const> recv, std::size_t count, ncclRedOp_t op) {
   (void)comms;
@@ -103,9 +97,7 @@ void all_reduce(std::span<const ncclComm_t> comms, std::span<const cudaStream_t>
 
 double split_sum(std::span<const ncclComm_t> comms, std::span<const cudaStream_t> streams,
                  std::span<const float* const> slices, std::size_t n, std::span<double* const> totals) {
-  // TODO(task 2): validate; for every rank (its device current) enqueue_partial_sum its slice into
-  // totals[k] on streams[k]; then one group of in-place ncclAllReduce calls of 1 ncclDouble each;
-  // wait for each stream; read totals[0] back.
+  // TODO(task 2): split_sum (contract in the header; README hint "Task 2: split_sum").
   (void)comms;
   (void)streams;
   (void)slices;
@@ -166,9 +158,7 @@ void column_split_matvec(std::span<const ncclComm_t> comms, std::span<const cuda
                          std::span<const float* const> a_blocks, std::span<const float* const> x_blocks,
                          std::span<float* const> partials, std::span<float* const> y_blocks, std::size_t rows,
                          std::size_t cols) {
-  // TODO(task 3): validate; for every rank (its device current) enqueue_partial_matvec its columns
-  // into partials[k] (W * R floats, R = rows_per_rank(rows, W)); then one group of
-  // ncclReduceScatter calls of R floats each from partials[k] into y_blocks[k]; wait.
+  // TODO(task 3): column_split_matvec (contract in the header; README hint "Task 3: column_split_matvec").
   (void)comms;
   (void)streams;
   (void)a_blocks;
@@ -184,11 +174,7 @@ void column_split_matvec(std::span<const ncclComm_t> comms, std::span<const cuda
 
 std::vector<float> rank_all_reduce(int rank, int nranks, const ncclUniqueId& id, int device,
                                    std::span<const float> input) {
-  // TODO(task 4): check the rank; make `device` current FIRST (a course::DeviceGuard: the stream,
-  // the buffer and the communicator all belong to it); ncclCommInitRank; a course::Stream and a
-  // course::DeviceBuffer; copy in, one in-place ncclAllReduce (ncclSum), copy out, all on that
-  // stream; wait for it; ncclCommDestroy. If anything throws after the communicator exists,
-  // ncclCommAbort it before passing the exception on.
+  // TODO(task 4): rank_all_reduce (contract in the header; README hint "Task 4: rank_all_reduce").
   (void)rank;
   (void)nranks;
   (void)id;
@@ -199,16 +185,7 @@ std::vector<float> rank_all_reduce(int rank, int nranks, const ncclUniqueId& id,
 
 // ---- Task 5 -------------------------------------------------------------------------------------
 
-// TODO(task 5): check the arguments, set one deadline (std::chrono::steady_clock) and make
-// `device` current. A non-blocking communicator: ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-// config.blocking = 0; ncclCommInitRankConfig may return ncclInProgress. Then poll, never block:
-// ncclCommGetAsyncError until it says ncclSuccess (ready), an error, or the deadline passed; the
-// same after ncclAllReduce; cudaStreamQuery plus ncclCommGetAsyncError for the stream (copy the
-// result into pinned memory, course::PinnedBuffer: a copy into pageable memory blocks until the
-// all-reduce is done). On an error
-// or the deadline: ncclCommAbort, and a RankOutcome with ok = false and an error naming what it
-// waited for ("timed out after 5000 ms waiting for every rank to join"). On success:
-// ncclCommFinalize (poll it too), ncclCommDestroy. Helpers go here.
+// TODO(task 5): rank_all_reduce_with_timeout (README hint "Task 5: rank_all_reduce_with_timeout").
 RankOutcome rank_all_reduce_with_timeout(int rank, int nranks, const ncclUniqueId& id, int device,
                                          std::span<const float> input, std::chrono::milliseconds timeout) {
   (void)rank;
