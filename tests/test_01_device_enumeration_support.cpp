@@ -34,7 +34,7 @@ ChildView parse_child(const std::string& text) {
       in >> ordinal >> uuid;
       view.uuids.push_back(uuid);
     } else if (key == "threw") {
-      std::getline(in, view.threw);
+      std::getline(in >> std::ws, view.threw);  // the text after "threw "
     }
   }
   return view;
