@@ -162,12 +162,6 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
   return result;
 }
 
-void write_child_output(const std::string& text) {
-  const char* path = std::getenv("COURSE_CHILD_OUTPUT");
-  if (path == nullptr) throw std::runtime_error("write_child_output: not running as a child case");
-  std::ofstream(path, std::ios::app) << text;
-}
-
 int meson_exit_code(const CaseCounts& cases) {
   if (cases.failed > 0) return 1;
   if (cases.passed > 0) return 0;

@@ -61,7 +61,8 @@ struct ChildResult {
 ChildResult run_child_case(const std::string& case_name, const std::map<std::string, std::string>& env,
                            std::chrono::seconds limit = std::chrono::seconds(60));
 
-// In a child case: appends `text` to the file named by $COURSE_CHILD_OUTPUT.
+// In a child case (or a rank launch_ranks() started): appends `text` to the file named by
+// $COURSE_CHILD_OUTPUT. Defined in rank_launcher.cpp, part of common_lib: a benchmark's ranks use it too.
 void write_child_output(const std::string& text);
 
 // The run's test cases by outcome, as Catch2 counts them (TestRunStats::totals.testCases).

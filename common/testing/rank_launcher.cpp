@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "../check.h"
+#include "gpu_test.h"  // write_child_output, defined here: it needs no test framework
 
 extern char** environ;
 
@@ -50,6 +51,12 @@ int hex_value(char c) {
 }
 
 }  // namespace
+
+void write_child_output(const std::string& text) {
+  const char* path = std::getenv("COURSE_CHILD_OUTPUT");
+  if (path == nullptr) throw std::runtime_error("write_child_output: not running as a child case");
+  std::ofstream(path, std::ios::app) << text;
+}
 
 RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
                         const std::map<std::string, std::string>& env, std::chrono::seconds limit,

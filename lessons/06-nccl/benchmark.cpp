@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -34,7 +33,9 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/partition.h"
+#include "common/testing/gpu_test.h"  // write_child_output (common_lib)
 #include "common/testing/rank_launcher.h"
+#include "common/timer.h"
 #include "nccl_collectives.h"
 
 using lesson06::Collective;
@@ -120,7 +121,7 @@ double time_collective(Ranks& r, Collective collective, std::size_t bytes, int w
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / iterations;
 }
 
-// Seconds per call of YOUR task-2/3 function for `collective` on `bytes` (nccl-tests' size): each
+// Seconds per call (the median) of YOUR task-2/3 function for `collective` on `bytes` (nccl-tests' size): each
 // call enqueues on every rank and waits for every stream, as the contract says, so each pays one
 // wait that the back-to-back sweep above does not.
 double time_yours(Ranks& r, Collective collective, std::size_t bytes, int warmup, int iterations) {
@@ -154,10 +155,7 @@ double time_yours(Ranks& r, Collective collective, std::size_t bytes, int warmup
         break;
     }
   };
-  for (int i = 0; i < warmup; ++i) call();
-  const auto begin = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) call();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  return course::measure_host(call, warmup, iterations).median_ms / 1e3;  // each call waits: host clock
 }
 
 std::string size_label(std::size_t bytes) {
@@ -262,7 +260,7 @@ int run_as_rank() {
     const double ms = ms_since(begin);
     const bool ok = sum.size() == kJobFloats &&
                     std::all_of(sum.begin(), sum.end(), [&](float v) { return v == job_sum(context.nranks); });
-    std::ofstream(std::getenv("COURSE_CHILD_OUTPUT")) << ms << (ok ? " ok" : " wrong") << '\n';
+    course::testing::write_child_output(std::to_string(ms) + (ok ? " ok\n" : " wrong\n"));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank: %s\n", e.what());
