@@ -7,7 +7,7 @@
 // gives algbw and your task-6 busbw. Each busbw is printed beside the link's line rate and beside
 // nccl-tests' own figure for the same GPU count (measured on the course's H200 hosts), with a
 // PASS/FAIL line at 64 MiB and above (within 5%); then your own task 2-3 functions, one call at a
-// time, against the same figures at 256 MiB and above. On one GPU the multi-GPU figures are not
+// time, against the same figures at 256 MiB and above (within 10%). On one GPU the multi-GPU figures are not
 // measured; what one rank can show is checked instead: an out-of-place one-rank all-reduce is a
 // device-to-device copy and should run as fast as cudaMemcpy does. It also times lesson 04's split
 // sum combined on the host against the same sum finished by one all-reduce (task 2), and one
@@ -268,17 +268,33 @@ int run_as_rank() {
   }
 }
 
+// Where the time of the one-process job goes, in ms, phase by phase.
+struct JobPhases {
+  double make = 0;              // make_communicators (task 1)
+  double copy_in = 0;           // one buffer per GPU, filled from the host
+  double first_all_reduce = 0;  // task 2 on the new communicators (it waits for its streams)
+  double again = 0;             // the same call once more (ncclMax: the sums stay as they are)
+  double copy_back = 0;         // the sums back to the host, checked
+  double destroy = 0;           // destroy_communicators (task 1)
+  double whole() const { return make + copy_in + first_all_reduce + again + copy_back + destroy; }
+};
+
 // The same job from this process: make the communicators, one buffer per GPU filled from the
-// host, one in-place all-reduce (your task 2), the sums copied back, the communicators destroyed.
-// Returns {the whole, of which make_communicators} in ms.
-std::pair<double, double> one_process(const std::vector<int>& devices) {
+// host, one in-place all-reduce (your task 2), then the same call again, the sums copied back,
+// the communicators destroyed.
+JobPhases one_process(const std::vector<int>& devices) {
   const int n = static_cast<int>(devices.size());
   std::vector<course::Stream> streams;
   std::vector<cudaStream_t> handles;
   for (const int d : devices) handles.push_back(streams.emplace_back(d).get());
-  const auto begin = std::chrono::steady_clock::now();
+  JobPhases t;
+  auto phase = std::chrono::steady_clock::now();
+  const auto lap = [&phase](double& into) {
+    into = ms_since(phase);
+    phase = std::chrono::steady_clock::now();
+  };
   std::vector<ncclComm_t> comms = lesson06::make_communicators(devices);
-  const double made = ms_since(begin);
+  lap(t.make);
   std::vector<course::DeviceBuffer<float>> buffers;
   std::vector<float*> pointers;
   std::vector<float> sum(kJobFloats);
@@ -287,15 +303,21 @@ std::pair<double, double> one_process(const std::vector<int>& devices) {
     pointers.push_back(buffers.emplace_back(devices[k], kJobFloats).data());
     CUDA_CHECK(cudaMemcpy(pointers.back(), input.data(), buffers.back().bytes(), cudaMemcpyHostToDevice));
   }
+  lap(t.copy_in);
   const std::vector<const float*> sends(pointers.begin(), pointers.end());
   lesson06::all_reduce(comms, handles, sends, pointers, kJobFloats, ncclSum);
+  lap(t.first_all_reduce);
+  lesson06::all_reduce(comms, handles, sends, pointers, kJobFloats, ncclMax);
+  lap(t.again);
   for (int k = 0; k < n; ++k) {
     CUDA_CHECK(cudaMemcpy(sum.data(), pointers[k], buffers[k].bytes(), cudaMemcpyDeviceToHost));
     if (std::any_of(sum.begin(), sum.end(), [&](float v) { return v != job_sum(n); }))
       throw std::runtime_error("one process: rank " + std::to_string(k) + "'s sum is wrong");
   }
+  lap(t.copy_back);
   lesson06::destroy_communicators(comms);
-  return {ms_since(begin), made};
+  lap(t.destroy);
+  return t;
 }
 
 // Prints both ways of running the job, three times each (medians). Returns the number of failures.
@@ -305,11 +327,10 @@ int one_process_per_gpu(const std::vector<int>& devices) {
       "\nOne process for %d GPU%s (tasks 1-2) against one process per GPU (task 4): make the communicators, "
       "copy %zu MiB in per GPU, all-reduce it in place, copy it back, destroy (median of 3)\n",
       n, n == 1 ? "" : "s", kJobFloats * sizeof(float) / kMiB);
-  std::vector<double> whole, made, fastest, slowest, job;
+  std::vector<JobPhases> phases;
+  std::vector<double> fastest, slowest, job;
   for (int i = 0; i < 3; ++i) {
-    const auto [ms, made_ms] = one_process(devices);
-    whole.push_back(ms);
-    made.push_back(made_ms);
+    phases.push_back(one_process(devices));
     const course::testing::RankLaunch launch =
         course::testing::launch_ranks("rank", n, n, {}, std::chrono::seconds(120));
     std::vector<double> ranks;
@@ -329,7 +350,20 @@ int one_process_per_gpu(const std::vector<int>& devices) {
     slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
     job.push_back(static_cast<double>(launch.elapsed.count()));
   }
-  std::printf("  one process:          %8.1f ms, of which make_communicators %.1f ms\n", median(whole), median(made));
+  const auto median_of = [&phases](double (*of)(const JobPhases&)) {
+    std::vector<double> v;
+    for (const JobPhases& p : phases) v.push_back(of(p));
+    return median(v);
+  };
+  std::printf(
+      "  one process:          %8.1f ms: make_communicators %.1f, copy in %.1f, first all-reduce %.1f, the same "
+      "all-reduce again %.1f,\n"
+      "                                    copy back %.1f, destroy_communicators %.1f\n",
+      median_of([](const JobPhases& p) { return p.whole(); }), median_of([](const JobPhases& p) { return p.make; }),
+      median_of([](const JobPhases& p) { return p.copy_in; }),
+      median_of([](const JobPhases& p) { return p.first_all_reduce; }),
+      median_of([](const JobPhases& p) { return p.again; }), median_of([](const JobPhases& p) { return p.copy_back; }),
+      median_of([](const JobPhases& p) { return p.destroy; }));
   std::printf(
       "  one process per GPU:  %8.1f ms in the slowest rank (%.1f in the fastest; rank_all_reduce, after the "
       "CUDA context is made)\n"
@@ -407,16 +441,18 @@ int main() {
       const double small_us = time_collective(r, Collective::all_reduce, 512 * 1024, 5, 200) * 1e6;
       std::printf("  all-reduce 512 KiB: %.1f us, reference about %.0f us (shown, not graded)\n", small_us,
                   kSmallLatencyUs.at(count));
-      // The same figures through your functions: at 256 MiB and above one wait per call is under
-      // 2% of a call's time, so the 5% margin still measures the collective and not the wait.
+      // The same figures through your functions. One call at a time, each with its own launch and
+      // wait, spreads more from run to run than the back-to-back sweep: in three runs on the 2-GPU
+      // host the reference measured from 1% to 6% under nccl-tests (all-gather once 240 against
+      // 256 GB/s). Hence a 10% margin here.
       std::printf(
           "\nYour collectives (tasks 2-3), one call at a time, each waiting for its streams (busbw, GB/s; PASS "
-          "within 5%% of nccl-tests at 256 MiB and above)\n");
+          "within 10%% of nccl-tests at 256 MiB and above)\n");
       for (const Reference& ref : kReferences.at(count)) {
         if (ref.bytes < 256 * kMiB) continue;
-        const double seconds = time_yours(r, ref.collective, ref.bytes, 2, 10);
+        const double seconds = time_yours(r, ref.collective, ref.bytes, 2, 20);
         const double got = lesson06::busbw_gb_per_s(ref.collective, ref.bytes, seconds, count);
-        const bool pass = got >= 0.95 * ref.busbw;
+        const bool pass = got >= 0.90 * ref.busbw;
         if (!pass) ++failures;
         std::printf("  %-15s %8s  %7.1f  reference %7.1f  %s\n", lesson06::to_string(ref.collective),
                     size_label(ref.bytes).c_str(), got, ref.busbw, pass ? "PASS" : "FAIL");
