@@ -105,7 +105,7 @@ TEST_CASE("enqueue_sum returns at once then writes or adds its sum in stream ord
 }
 
 TEST_CASE("the reduction takes at most twice as long as copying its input on the same device",
-          "[04-split-reduction][task:1][gpus:1][points:2]") {
+          "[04-split-reduction][task:1][gpus:1][points:2][timing]") {
   require_gpus(1);
   const std::size_t n = std::size_t{1} << 26;  // 256 MiB: far bigger than any cache
   const course::DeviceBuffer<float> src(0, n), dst(0, n);

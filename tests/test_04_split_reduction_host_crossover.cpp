@@ -96,7 +96,7 @@ TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
 }
 
 TEST_CASE("the copy of the next chunk runs while this chunk is reduced",
-          "[04-split-reduction][task:3][gpus:1][points:2]") {
+          "[04-split-reduction][task:3][gpus:1][points:2][timing]") {
   require_gpus(1);
   const std::size_t chunk = std::size_t{16} << 20, chunks = 8, n = chunks * chunk;  // 64 MiB chunks
   const course::PinnedBuffer<float> host = pinned_copy(std::vector<float>(n, 1.0f));

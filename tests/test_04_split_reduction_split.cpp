@@ -112,7 +112,7 @@ TEST_CASE("every GPU count sums each slice on its own device with peer access of
 }
 
 TEST_CASE("every worker's reduction is launched before the call waits for any of them",
-          "[04-split-reduction][task:2][gpus:1][points:2]") {
+          "[04-split-reduction][task:2][gpus:1][points:2][overlap]") {
   require_gpus(1);
   const std::size_t n = 3000001;
   const std::vector<float> values = course::random_small_integers(n, case_seed(220));
@@ -198,7 +198,7 @@ TEST_CASE("slice lists that do not fit the workers are rejected", "[04-split-red
 }
 
 TEST_CASE("two GPUs sum a large array in clearly less time than one",
-          "[04-split-reduction][task:2][gpus:2][points:2]") {
+          "[04-split-reduction][task:2][gpus:2][points:2][timing]") {
   require_gpus(2);
   const std::size_t n = std::size_t{1} << 29;  // 2 GiB: each GPU reads for about a third of a millisecond or more
   const std::vector<int> one_device = {0}, two_devices = {0, 1};

@@ -207,7 +207,7 @@ TEST_CASE("row blocks land on the devices listed, in their order", "[05-matvec][
     check_workers(distribute_rows, multiply_rows, true, devices, Shape{41, 100}, 1200 + devices.size());
 }
 
-TEST_CASE("the row split runs its workers at the same time", "[05-matvec][task:2][gpus:2][points:1]") {
+TEST_CASE("the row split runs its workers at the same time", "[05-matvec][task:2][gpus:2][points:1][timing]") {
   require_gpus(2);
   set_peer_access_by_runtime(true);  // copies between the two go over the link where there is one
   // 1 GB: about 0.3 ms of reading on one H100, well above the fixed costs of launches and copies.

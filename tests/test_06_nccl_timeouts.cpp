@@ -176,14 +176,14 @@ TEST_CASE("a rank whose peer never joins gives up within its timeout and says wh
 }
 
 TEST_CASE("a rank whose peer dies after joining gives up within its timeout and says why",
-          "[06-nccl][task:5][gpus:2][points:2]") {
+          "[06-nccl][task:5][gpus:2][points:2][timing]") {
   check_against_peer(/*stalls=*/false, 550);
 }
 
 // Rank 1 joins the communicator and never calls the all-reduce, as a process stuck elsewhere
 // would: nothing fails, so only rank 0's own deadline ends its wait.
 TEST_CASE("a rank whose peer joins and then stalls gives up at its deadline and says why",
-          "[06-nccl][task:5][gpus:2][points:2]") {
+          "[06-nccl][task:5][gpus:2][points:2][timing]") {
   check_against_peer(/*stalls=*/true, 560);
 }
 
