@@ -350,20 +350,20 @@ int one_process_per_gpu(const std::vector<int>& devices) {
     slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
     job.push_back(static_cast<double>(launch.elapsed.count()));
   }
-  const auto median_of = [&phases](double (*of)(const JobPhases&)) {
+  const auto median_of = [&phases](double JobPhases::*phase) {
     std::vector<double> v;
-    for (const JobPhases& p : phases) v.push_back(of(p));
+    for (const JobPhases& p : phases) v.push_back(p.*phase);
     return median(v);
   };
+  std::vector<double> whole;
+  for (const JobPhases& p : phases) whole.push_back(p.whole());
   std::printf(
       "  one process:          %8.1f ms: make_communicators %.1f, copy in %.1f, first all-reduce %.1f, the same "
       "all-reduce again %.1f,\n"
       "                                    copy back %.1f, destroy_communicators %.1f\n",
-      median_of([](const JobPhases& p) { return p.whole(); }), median_of([](const JobPhases& p) { return p.make; }),
-      median_of([](const JobPhases& p) { return p.copy_in; }),
-      median_of([](const JobPhases& p) { return p.first_all_reduce; }),
-      median_of([](const JobPhases& p) { return p.again; }), median_of([](const JobPhases& p) { return p.copy_back; }),
-      median_of([](const JobPhases& p) { return p.destroy; }));
+      median(whole), median_of(&JobPhases::make), median_of(&JobPhases::copy_in),
+      median_of(&JobPhases::first_all_reduce), median_of(&JobPhases::again), median_of(&JobPhases::copy_back),
+      median_of(&JobPhases::destroy));
   std::printf(
       "  one process per GPU:  %8.1f ms in the slowest rank (%.1f in the fastest; rank_all_reduce, after the "
       "CUDA context is made)\n"
