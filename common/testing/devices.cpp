@@ -6,6 +6,7 @@
 
 #include <cuda.h>  // types of the driver entry point below; the driver library itself is not linked
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <sstream>
 
@@ -48,6 +49,17 @@ int stream_device(cudaStream_t stream) {
   int device = -1;
   CUDA_CHECK(cudaStreamGetDevice(stream, &device));
   return device;
+}
+
+void fill_device(float* device_ptr, int device, std::size_t n, float value) {
+  if (n == 0) return;
+  const std::vector<float> seed(std::min<std::size_t>(n, std::size_t{1} << 20), value);
+  upload<float>(device_ptr, device, seed);
+  const DeviceGuard on(device);
+  for (std::size_t filled = seed.size(); filled < n; filled *= 2) {
+    const std::size_t count = std::min(filled, n - filled);
+    CUDA_CHECK(cudaMemcpy(device_ptr + filled, device_ptr, count * sizeof(float), cudaMemcpyDeviceToDevice));
+  }
 }
 
 void call_keeps_device(int device, const std::string& what, std::chrono::seconds limit, const std::string& hint,

@@ -54,6 +54,11 @@ void upload(T* device_ptr, int device, std::span<const T> values) {
   CUDA_CHECK(cudaMemcpy(device_ptr, values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
 }
 
+// n copies of `value` in the memory of `device` at `device_ptr`, synchronously: one upload of at most
+// 2^20 values, then device-to-device copies that each double what is filled (a constant input of
+// gigabytes in milliseconds, with no kernel of the test's own).
+void fill_device(float* device_ptr, int device, std::size_t n, float value);
+
 // Makes `device` current, runs `call` under the watchdog, then CHECKs that `device` is current
 // again: the code under test gives the caller its device back.
 void call_keeps_device(int device, const std::string& what, std::chrono::seconds limit, const std::string& hint,
