@@ -60,16 +60,20 @@ void check_free_memory(const DeviceInfo& info, const Squeeze& squeeze) {
 // CUDA_VISIBLE_DEVICES case of test_01_device_enumeration_select.cpp.
 TEST_CASE("child: report the visible devices", "[.child]") {
   std::ostringstream report;
+  // Each function on its own, so that one that throws does not hide what the others do.
   try {
     const int count = count_devices();
     report << "count " << count << '\n';
     report << "last_error " << cudaGetErrorName(cudaGetLastError()) << '\n';
-    if (count > 0) {
-      for (int ordinal : select_devices({}))
-        report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
-    }
   } catch (const std::exception& e) {
     report << "threw " << e.what() << '\n';
+  }
+  try {
+    const std::vector<int> selected = select_devices({});
+    report << "selected " << selected.size() << '\n';
+    for (int ordinal : selected) report << "device " << ordinal << ' ' << describe_device(ordinal).uuid << '\n';
+  } catch (const std::exception& e) {
+    report << "select_threw " << e.what() << '\n';
   }
   course::testing::write_child_output(report.str());
 }

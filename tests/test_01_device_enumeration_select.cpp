@@ -82,14 +82,60 @@ TEST_CASE("the free-memory threshold filters devices", "[01-device-enumeration][
   CHECK(select_devices(impossible).empty());
 }
 
-TEST_CASE("the runtime ordinals follow CUDA_VISIBLE_DEVICES", "[01-device-enumeration][task:3][gpus:2][points:2]") {
-  require_gpus(2);
+TEST_CASE("with no GPU visible the selection is empty and nothing throws",
+          "[01-device-enumeration][task:3][gpus:0][points:1]") {
+  // The child process of the count's case (CUDA_VISIBLE_DEVICES=-1): select_devices must reach the
+  // same answer as count_devices, "no GPU", not an exception from a call that needs one.
+  const ChildView view = run_child_with_visible_devices("-1", {});
+  if (!view.select_threw.empty())
+    FAIL(view.select_threw << " (thrown by select_devices({}) with no GPU visible: count the devices as "
+                              "count_devices() does, where \"no device\" is the answer 0)");
+  CHECK(view.selected == 0);
+}
+
+TEST_CASE("the selection follows a CUDA_VISIBLE_DEVICES mask that shows one GPU or none",
+          "[01-device-enumeration][task:3][gpus:1][points:1]") {
+  const int count = require_gpus(1);
   // UUIDs name physical GPUs whatever this process's own CUDA_VISIBLE_DEVICES is.
+  const std::string first = runtime_uuid(0);
+
+  {
+    const ChildView only_first = run_child_with_visible_devices(first, {0});
+    INFO("child process with CUDA_VISIBLE_DEVICES=" << first << " (GPU 0 of this process, by UUID)");
+    INFO("the student's code threw: " << only_first.threw << only_first.select_threw);
+    REQUIRE(only_first.threw.empty());
+    REQUIRE(only_first.select_threw.empty());
+    CHECK(only_first.count == 1);
+    CHECK(only_first.uuids == std::vector<std::string>{first});
+  }
+
+  // A UUID no GPU has (GPU 0's with every hex digit d replaced by 15 - d). CUDA shows the GPUs
+  // listed before the first entry that names none, so none here, while nvidia-smi (NVML) still
+  // lists every GPU of the machine. (An ordinal would name a GPU hidden by this process's own mask.)
+  std::string none = first;
+  for (std::size_t i = 4; i < none.size(); ++i)
+    if (none[i] != '-') none[i] = "fedcba9876543210"[std::stoi(std::string(1, none[i]), nullptr, 16)];
+  for (int d = 0; d < count; ++d) REQUIRE(none != runtime_uuid(d));
+  {
+    const ChildView nothing = run_child_with_visible_devices(none, {});
+    INFO("child process with CUDA_VISIBLE_DEVICES=" << none << ", a UUID no GPU has: no GPU visible");
+    INFO("the student's code threw: " << nothing.threw << nothing.select_threw);
+    REQUIRE(nothing.threw.empty());
+    REQUIRE(nothing.select_threw.empty());
+    CHECK(nothing.count == 0);
+    CHECK(nothing.selected == 0);
+  }
+}
+
+TEST_CASE("the runtime ordinals follow the order of CUDA_VISIBLE_DEVICES",
+          "[01-device-enumeration][task:3][gpus:2][points:1]") {
+  require_gpus(2);
   const std::string first = runtime_uuid(0), second = runtime_uuid(1);
 
   const ChildView reversed = run_child_with_visible_devices(second + "," + first, {1, 0});
-  INFO("the student's code threw: " << reversed.threw);
+  INFO("the student's code threw: " << reversed.threw << reversed.select_threw);
   REQUIRE(reversed.threw.empty());
+  REQUIRE(reversed.select_threw.empty());
   CHECK(reversed.count == 2);
   CHECK(reversed.uuids == std::vector<std::string>{second, first});
 

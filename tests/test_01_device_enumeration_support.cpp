@@ -35,6 +35,10 @@ ChildView parse_child(const std::string& text) {
       view.uuids.push_back(uuid);
     } else if (key == "threw") {
       std::getline(in >> std::ws, view.threw);  // the text after "threw "
+    } else if (key == "selected") {
+      in >> view.selected;
+    } else if (key == "select_threw") {
+      std::getline(in >> std::ws, view.select_threw);
     }
   }
   return view;

@@ -14,13 +14,16 @@ namespace lesson01_tests {
 // The UUID as nvidia-smi prints it, formatted here independently of the student's code.
 std::string runtime_uuid(int device);
 
-// What the child case reports, one fact per line: "count N", "last_error NAME", "device ORDINAL UUID",
-// or "threw MESSAGE".
+// What the child case reports, one fact per line: "count N" and "last_error NAME", or "threw MESSAGE"
+// (count_devices threw); "selected K" and a "device ORDINAL UUID" per selected device, or
+// "select_threw MESSAGE" (select_devices or describe_device threw).
 struct ChildView {
   int count = -1;
   std::string last_error;
-  std::vector<std::string> uuids;
   std::string threw;
+  int selected = -1;
+  std::vector<std::string> uuids;  // of the selected devices, in the order select_devices returned them
+  std::string select_threw;
 };
 
 // `parent_ordinals`: this process's ordinals of the GPUs the mask shows (see devices.h).

@@ -9,6 +9,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -25,6 +26,7 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "common/testing/overlap.h"
 #include "common/testing/workers.h"
 #include "kernels.cuh"
@@ -158,6 +160,54 @@ void check_overlap(Runner run, const Devices& devices, const std::string& serial
   INFO("workers " << show(devices) << ", 25 ms of spin kernel each. " << overlap.describe());
   INFO((overlap.ratio() > 0.85 ? serial_hint : std::string("the workers overlapped only in part")));
   CHECK(overlap.overlapped());
+}
+
+void check_others_finish_while_one_is_held(Runner run, const Devices& devices, const std::string& serial_hint) {
+  const int device = devices.at(0);
+  REQUIRE(std::all_of(devices.begin(), devices.end(), [&](int d) { return d == device; }));
+  const std::size_t per_worker = 1 << 16;
+  const TestSlices t(per_worker * devices.size(), devices, case_seed(202));
+  const auto scale = [&t](int k, cudaStream_t stream) {
+    launch_scale(t.input[k].data, t.output[k].data, t.ranges[k].size(), kFactor, stream);
+  };
+  // Once ungated first: the scale kernel's module is loaded at its first launch, which may wait
+  // for the whole device (stream_gate.h). Then the outputs are poisoned again.
+  run_from_last_device(run, devices, [&](int k, int, cudaStream_t stream) { scale(k, stream); });
+  for (const Slice& out : t.output) {
+    const course::DeviceGuard on(out.device);
+    course::poison_device(out.data, out.range.size() * sizeof(float));
+  }
+
+  // Made before the gate closes: the test's stream, the event worker 0 waits for, the Peeker.
+  const course::Stream gate_stream(device);
+  const course::Event released(device, cudaEventDisableTiming);
+  Peeker peeker(device, per_worker * sizeof(float));
+  const auto others_scaled = [&] {
+    for (std::size_t k = 1; k < devices.size(); ++k) {
+      const std::vector<float> got = peeker.values(t.output[k].data, t.ranges[k].size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (got[i] != kFactor * t.host_input[t.ranges[k].begin + i]) return false;
+    }
+    return true;
+  };
+  const HeldOutcome outcome = run_with_stream_held(
+      gate_stream, "the workers " + show(devices) + " with worker 0 held",
+      [&] {
+        run(devices, [&](int k, int, cudaStream_t stream) {
+          if (k == 0) {  // behind the gate: worker 0's stream waits until the test opens it
+            released.record(gate_stream);
+            CUDA_CHECK(cudaStreamWaitEvent(stream, released, 0));
+          }
+          scale(k, stream);
+        });
+      },
+      others_scaled);
+  INFO("workers " << show(devices) << ": " << outcome.describe("worker 0"));
+  INFO((outcome.others_finished || outcome.watcher_stalled ? std::string() : serial_hint));
+  CHECK(outcome.others_finished);
+  INFO("the call returns only when every worker's work is done, worker 0's included");
+  CHECK_FALSE(outcome.call_returned_early);
+  t.require_scaled(kFactor);
 }
 
 }  // namespace lesson02_tests

@@ -59,4 +59,11 @@ void check_returns_when_done(Runner run);
 // A 25 ms spin kernel on every worker together against each worker alone (see overlap.h).
 void check_overlap(Runner run, const Devices& devices, const std::string& serial_hint);
 
+// "At the same time", shown on one GPU with a worker held back: worker 0's work waits for an event
+// recorded behind a gate on a stream of the test's own (held_stream.h), and every worker scales its
+// slice. While worker 0 is held, the other workers' slices must be scaled and the call must not
+// return; a call that waits for each worker before it starts the next never gets past worker 0.
+// Every worker of `devices` on one GPU (the test reads all slices through one Peeker).
+void check_others_finish_while_one_is_held(Runner run, const Devices& devices, const std::string& serial_hint);
+
 }  // namespace lesson02_tests
