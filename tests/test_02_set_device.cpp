@@ -15,6 +15,7 @@
 #include <chrono>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/check.h"
@@ -197,6 +198,27 @@ TEST_CASE("run_on_all_devices returns only when every worker's work is done",
   check_returns_when_done(run_on_all_devices);
 }
 
+TEST_CASE("run_on_all_devices throws when a device does not exist and when a worker's work throws",
+          "[02-set-device][task:2][gpus:1][points:1]") {
+  // The caller's device must come back also when the call fails (visible with 2 GPUs).
+  const int count = require_gpus(1);
+  const Devices missing{0, count};
+  INFO("run_on_all_devices(" << show(missing) << ") on a machine with " << count
+                             << " GPU(s): CUDA_CHECK(cudaSetDevice(devices[k])) throws course::ApiError for worker 1");
+  call_keeps_device(
+      count - 1, "run_on_all_devices with a device that does not exist", 60s, "a stream synchronize never returned",
+      [&] { CHECK_THROWS_AS(run_on_all_devices(missing, [](int, int, cudaStream_t) {}), course::ApiError); });
+  (void)cudaGetLastError();
+  call_keeps_device(count - 1, "run_on_all_devices with a failing worker", 60s, "a stream synchronize never returned",
+                    [&] {
+                      CHECK_THROWS_AS(run_on_all_devices(Devices{0, 0, 0},
+                                                         [](int k, int, cudaStream_t) {
+                                                           if (k == 1) throw std::runtime_error("worker 1 failed");
+                                                         }),
+                                      std::runtime_error);
+                    });
+}
+
 TEST_CASE("scaling the slices matches the CPU reference for every list of workers",
           "[02-set-device][task:2][gpus:1][points:2]") {
   const std::uint64_t seed = case_seed(201);
@@ -216,9 +238,11 @@ TEST_CASE("scaling the slices matches the CPU reference for every list of worker
 TEST_CASE("workers that share a GPU run at the same time instead of one after another",
           "[02-set-device][task:2][gpus:1][points:1]") {
   require_gpus(1);
-  check_overlap(run_on_all_devices, {0, 0, 0, 0},
-                "the workers ran one after another: is there a synchronize inside the launch loop? Launch for every "
-                "worker first, then wait on each stream in a second loop.");
+  const std::string hint =
+      "the workers ran one after another: is there a synchronize inside the launch loop? Launch for every "
+      "worker first, then wait on each stream in a second loop.";
+  check_others_finish_while_one_is_held(run_on_all_devices, {0, 0, 0, 0}, hint);
+  check_overlap(run_on_all_devices, {0, 0, 0, 0}, hint);
 }
 
 TEST_CASE("workers on distinct GPUs run at the same time instead of one after another",

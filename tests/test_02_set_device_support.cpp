@@ -7,9 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
-#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>

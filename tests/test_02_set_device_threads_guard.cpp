@@ -106,12 +106,35 @@ TEST_CASE("the lowest-numbered failing worker's exception reaches the caller aft
   }
 }
 
+TEST_CASE("a worker thread on a device that does not exist fails the call with course::ApiError",
+          "[02-set-device][task:3][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const Devices missing{0, count, 0};
+  int ran_on_missing = 0;
+  INFO("run_one_thread_per_device(" << show(missing) << ") on a machine with " << count
+                                    << " GPU(s): worker 1's CUDA_CHECK(cudaSetDevice(" << count
+                                    << ")) throws course::ApiError, which reaches the caller once all are joined");
+  run_with_watchdog("run_one_thread_per_device with a device that does not exist", 60s,
+                    "a worker was never joined: join every thread, also when one of them has thrown", [&] {
+                      CHECK_THROWS_AS(run_one_thread_per_device(missing,
+                                                                [&](int k, int, cudaStream_t) {
+                                                                  if (k == 1) ++ran_on_missing;
+                                                                }),
+                                      course::ApiError);
+                    });
+  (void)cudaGetLastError();
+  INFO("worker 1's work ran although its device does not exist: a failed cudaSetDevice must stop the worker");
+  CHECK(ran_on_missing == 0);
+}
+
 TEST_CASE("worker threads that share a GPU run at the same time instead of one after another",
           "[02-set-device][task:3][gpus:1][points:1]") {
   require_gpus(1);
-  check_overlap(run_one_thread_per_device, {0, 0, 0, 0},
-                "the workers ran one after another: is each thread joined right after it is started? Start every "
-                "worker first, then join them all.");
+  const std::string hint =
+      "the workers ran one after another: is each thread joined right after it is started? Start every "
+      "worker first, then join them all.";
+  check_others_finish_while_one_is_held(run_one_thread_per_device, {0, 0, 0, 0}, hint);
+  check_overlap(run_one_thread_per_device, {0, 0, 0, 0}, hint);
 }
 
 TEST_CASE("worker threads scale their slices correctly for every list of workers",
