@@ -138,7 +138,7 @@ TEST_CASE("free memory is read from the device it describes whatever device is c
   }
 }
 
-TEST_CASE("describing a device leaves the caller's current device unchanged",
+TEST_CASE("describing and selecting devices leave the caller's current device unchanged",
           "[01-device-enumeration][task:2][gpus:2][points:1]") {
   const int count = require_gpus(2);
   for (int current = 0; current < count; ++current) {
@@ -149,6 +149,16 @@ TEST_CASE("describing a device leaves the caller's current device unchanged",
       INFO("device " << current << " was current; describe_device(" << described << ") left device " << after);
       CHECK(after == current);
     }
+    CUDA_CHECK(cudaSetDevice(current));
+    CHECK_THROWS_AS(describe_device(count), course::ApiError);
+    (void)cudaGetLastError();
+    INFO("device " << current << " was current; describe_device(" << count << "), which throws, left device "
+                   << current_device());
+    CHECK(current_device() == current);
+    CUDA_CHECK(cudaSetDevice(current));
+    (void)select_devices({});
+    INFO("device " << current << " was current; select_devices({}) left device " << current_device());
+    CHECK(current_device() == current);
   }
 }
 
