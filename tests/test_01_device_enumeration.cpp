@@ -60,7 +60,7 @@ void check_free_memory(const DeviceInfo& info, const Squeeze& squeeze) {
 // CUDA_VISIBLE_DEVICES case of test_01_device_enumeration_select.cpp.
 TEST_CASE("child: report the visible devices", "[.child]") {
   std::ostringstream report;
-  // Each function on its own, so that one that throws does not hide what the others do.
+  // Each function on its own, so that one that throws (or crashes) does not hide what the others do.
   try {
     const int count = count_devices();
     report << "count " << count << '\n';
@@ -68,6 +68,8 @@ TEST_CASE("child: report the visible devices", "[.child]") {
   } catch (const std::exception& e) {
     report << "threw " << e.what() << '\n';
   }
+  course::testing::write_child_output(report.str());  // appended: a crash below leaves the count's report
+  report.str("");
   try {
     const std::vector<int> selected = select_devices({});
     report << "selected " << selected.size() << '\n';
