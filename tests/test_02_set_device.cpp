@@ -236,7 +236,7 @@ TEST_CASE("scaling the slices matches the CPU reference for every list of worker
 }
 
 TEST_CASE("workers that share a GPU run at the same time instead of one after another",
-          "[02-set-device][task:2][gpus:1][points:1]") {
+          "[02-set-device][task:2][gpus:1][points:1][overlap]") {
   require_gpus(1);
   const std::string hint =
       "the workers ran one after another: is there a synchronize inside the launch loop? Launch for every "
@@ -246,7 +246,7 @@ TEST_CASE("workers that share a GPU run at the same time instead of one after an
 }
 
 TEST_CASE("workers on distinct GPUs run at the same time instead of one after another",
-          "[02-set-device][task:2][gpus:2][points:1]") {
+          "[02-set-device][task:2][gpus:2][points:1][timing]") {
   check_overlap(run_on_all_devices, all_gpus(require_gpus(2)),
                 "the GPUs ran one after another: is there a synchronize inside the launch loop?");
 }

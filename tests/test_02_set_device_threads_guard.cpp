@@ -128,7 +128,7 @@ TEST_CASE("a worker thread on a device that does not exist fails the call with c
 }
 
 TEST_CASE("worker threads that share a GPU run at the same time instead of one after another",
-          "[02-set-device][task:3][gpus:1][points:1]") {
+          "[02-set-device][task:3][gpus:1][points:1][overlap]") {
   require_gpus(1);
   const std::string hint =
       "the workers ran one after another: is each thread joined right after it is started? Start every "
