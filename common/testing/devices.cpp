@@ -60,6 +60,9 @@ void fill_device(float* device_ptr, int device, std::size_t n, float value) {
     const std::size_t count = std::min(filled, n - filled);
     CUDA_CHECK(cudaMemcpy(device_ptr + filled, device_ptr, count * sizeof(float), cudaMemcpyDeviceToDevice));
   }
+  // A device-to-device cudaMemcpy may return before its copy ends, and non-blocking streams do not
+  // wait for the legacy stream it ran on: wait here, so the fill is done when this returns.
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void call_keeps_device(int device, const std::string& what, std::chrono::seconds limit, const std::string& hint,
