@@ -11,11 +11,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <future>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -28,6 +28,7 @@
 #include "common/partition.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "common/testing/rank_launcher.h"
 #include "common/testing/stream_gate.h"
 #include "nccl_collectives.h"
@@ -35,6 +36,8 @@
 
 using namespace lesson06;
 using namespace lesson06_tests;
+using course::testing::HeldOutcome;
+using course::testing::run_with_stream_held;
 using course::testing::StreamGate;
 
 // ---- Task 2 ---------------------------------------------------------------------------------
@@ -123,22 +126,18 @@ TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-ncc
   run_with_watchdog("all_reduce (before any gate)", kCallLimit, kGroupHint,
                     [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
   for (int held = 0; held < count; ++held) {
-    run_with_watchdog("all_reduce behind a held stream", 100s,
-                      "the call waited for a held stream before returning when it should have enqueued first, "
-                      "or it never waits for that stream",
-                      [&] {
-                        StreamGate gate(c.stream_handles[held]);
-                        auto call = std::async(std::launch::async, [&] {
-                          all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);
-                        });
-                        const bool returned_while_held = call.wait_for(500ms) == std::future_status::ready;
-                        gate.open();
-                        call.get();
-                        INFO("rank " << held
-                                     << "'s stream was held: all_reduce returned before it could have "
-                                        "finished there. Wait for EACH rank's stream (cudaStreamSynchronize)");
-                        CHECK_FALSE(returned_while_held);
-                      });
+    std::atomic<bool> returned{false};
+    const HeldOutcome outcome = run_with_stream_held(
+        c.stream_handles[held], "all_reduce behind a held stream",
+        [&] {
+          all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);
+          returned = true;
+        },
+        [&] { return returned.load(); }, 500ms);
+    INFO("rank " << held
+                 << "'s stream was held: all_reduce returned before it could have finished there. Wait for EACH "
+                    "rank's stream (cudaStreamSynchronize)");
+    CHECK_FALSE(outcome.others_finished);
   }
 }
 
