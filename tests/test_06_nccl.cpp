@@ -89,8 +89,7 @@ TEST_CASE("device lists NCCL cannot serve are rejected before any NCCL call", "[
   CHECK_THROWS_AS(make_communicators(std::vector<int>{1, 0, 1}), std::invalid_argument);
 }
 
-TEST_CASE("a device NCCL refuses makes make_communicators throw an ApiError",
-          "[06-nccl][task:1][gpus:1][points:1]") {
+TEST_CASE("a device NCCL refuses makes make_communicators throw an ApiError", "[06-nccl][task:1][gpus:1][points:1]") {
   // A device number one past the last: ncclCommInitAll answers ncclInvalidArgument before it makes
   // anything. The contract asks for course::ApiError (NCCL_CHECK throws it), not for a list of null
   // communicators that fail later, far from the cause.
