@@ -13,13 +13,12 @@
 #include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/buffers.h"
-#include "common/check.h"
-#include "common/device_guard.h"
-#include "common/partition.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/held_stream.h"
@@ -31,35 +30,68 @@ using namespace lesson06_tests;
 using course::testing::HeldOutcome;
 using course::testing::run_with_stream_held;
 
+namespace {
+
+// Runs `call` on a thread of its own while `held` is held (run_with_stream_held) and says whether
+// it returned before the gate opened, after `patience` at most.
+bool returns_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,
+                        std::chrono::milliseconds patience = std::chrono::seconds(5)) {
+  std::atomic<bool> returned{false};
+  const HeldOutcome outcome = run_with_stream_held(
+      held, what,
+      [&] {
+        call();
+        returned = true;
+      },
+      [&] { return returned.load(); }, patience);
+  return outcome.others_finished;
+}
+
+// Communicators for every GPU, 2^20 random floats a rank, and one all-reduce already made (its
+// kernels loaded) before any gate closes.
+struct WarmAllReduce {
+  explicit WarmAllReduce(std::uint64_t salt) : devices(first_devices(require_gpus(1))), c(devices), data(devices, n) {
+    const auto values = random_per_rank(c.size(), n, salt);
+    for (int k = 0; k < c.size(); ++k) data.fill(k, values[k]);
+    run_with_watchdog("all_reduce (before any gate)", kCallLimit, kGroupHint, [&] { call(); });
+  }
+  void call() { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); }
+
+  static constexpr std::size_t n = 1 << 20;
+  std::vector<int> devices;
+  Communicators c;
+  RankBuffers data;
+};
+
+}  // namespace
+
 // ---- Task 2 ---------------------------------------------------------------------------------
+
+TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-nccl][task:2][gpus:1][points:2]") {
+  WarmAllReduce job(320);
+  for (int held = 0; held < job.c.size(); ++held) {
+    const bool returned = returns_while_held(
+        job.c.stream_handles[held], "all_reduce behind a held stream", [&] { job.call(); }, 500ms);
+    INFO("rank " << held
+                 << "'s stream was held: all_reduce returned before it could have finished there. Wait for EACH "
+                    "rank's stream (cudaStreamSynchronize)");
+    CHECK_FALSE(returned);
+  }
+}
 
 TEST_CASE("a collective waits for its ranks' streams and for nothing else", "[06-nccl][task:2][gpus:1][points:1]") {
   // A stream of the test's own on each device in turn is held: the ranks' streams are free, so
   // all_reduce must finish and return. A cudaDeviceSynchronize (a wait for the whole device)
   // waits for the held stream and does not return until the gate opens.
-  const int count = require_gpus(1);
-  const std::vector<int> devices = first_devices(count);
-  const Communicators c(devices);
-  const std::size_t n = 1 << 20;
-  RankBuffers data(devices, n);
-  const auto values = random_per_rank(count, n, 600);
-  for (int k = 0; k < count; ++k) data.fill(k, values[k]);
-  run_with_watchdog("all_reduce (before any gate)", kCallLimit, kGroupHint,
-                    [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
-  for (int d = 0; d < count; ++d) {
+  WarmAllReduce job(600);
+  for (const int d : job.devices) {
     const course::Stream other(d);  // none of the ranks' streams
-    std::atomic<bool> returned{false};
-    const HeldOutcome outcome = run_with_stream_held(
-        other, "all_reduce while another stream of GPU " + std::to_string(d) + " is held",
-        [&] {
-          all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);
-          returned = true;
-        },
-        [&] { return returned.load(); });
+    const bool returned = returns_while_held(
+        other, "all_reduce while another stream of GPU " + std::to_string(d) + " is held", [&] { job.call(); });
     INFO("a stream of GPU " << d << " that belongs to no rank was held for 5 s: all_reduce "
-                            << (outcome.others_finished ? "returned meanwhile" : "did not return")
+                            << (returned ? "returned meanwhile" : "did not return")
                             << ". Wait for each rank's stream (cudaStreamSynchronize), not for the whole device");
-    CHECK(outcome.others_finished);
+    CHECK(returned);
   }
 }
 
@@ -82,19 +114,14 @@ TEST_CASE("a count of 0 enqueues nothing and returns while the ranks' streams ar
   };
   run_with_watchdog("the collectives with a count of 0 (before any gate)", kCallLimit, kGroupHint, every_call);
   for (int held = 0; held < count; ++held) {
-    std::atomic<bool> returned{false};
-    const HeldOutcome outcome = run_with_stream_held(
+    const bool returned = returns_while_held(
         c.stream_handles[held], "the collectives with a count of 0 while rank " + std::to_string(held) + " is held",
-        [&] {
-          every_call();
-          returned = true;
-        },
-        [&] { return returned.load(); });
+        every_call);
     INFO("rank " << held << "'s stream was held for 5 s: all_reduce, broadcast, reduce, all_gather, reduce_scatter "
                  << "with count 0 and column_split_matvec with rows 0 "
-                 << (outcome.others_finished ? "returned meanwhile" : "had not all returned")
+                 << (returned ? "returned meanwhile" : "had not all returned")
                  << ". A count of 0 enqueues nothing and waits for nothing: return before the group call");
-    CHECK(outcome.others_finished);
+    CHECK(returned);
   }
 }
 
@@ -110,38 +137,21 @@ TEST_CASE("split_sum's partial sums run on their rank's stream", "[06-nccl][task
   const std::vector<float> values = course::random_small_integers(n, case_seed(610));
   double exact = 0;
   for (const float v : values) exact += v;
-  std::vector<course::DeviceBuffer<float>> slices;
-  std::vector<const float*> slice_pointers;
-  std::vector<course::DeviceBuffer<double>> totals;
-  std::vector<double*> total_pointers;
-  for (int k = 0; k < count; ++k) {
-    const course::Range range = course::split_range(n, count, k);
-    slices.emplace_back(devices[k], range.size());
-    if (range.size() > 0)
-      CUDA_CHECK(cudaMemcpy(slices.back().data(), values.data() + range.begin, range.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
-    slice_pointers.push_back(slices.back().data());
-    totals.emplace_back(devices[k], 1);
-    total_pointers.push_back(totals.back().data());
-  }
-  const auto poison_totals = [&] {
-    for (int k = 0; k < count; ++k) {
-      const course::DeviceGuard on_device(devices[k]);
-      course::poison_device(totals[k].data(), totals[k].bytes());
-    }
-  };
+  SplitSumBuffers buffers(devices, values);
   double got = 0;
-  run_with_watchdog("split_sum (before any gate)", kCallLimit, kGroupHint,
-                    [&] { got = split_sum(c.comms, c.stream_handles, slice_pointers, n, total_pointers); });
+  run_with_watchdog("split_sum (before any gate)", kCallLimit, kGroupHint, [&] {
+    got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers);
+  });
   CHECK(got == exact);
   for (int held = 0; held < count; ++held) {
-    poison_totals();
+    buffers.poison_totals();
     course::testing::Peeker peek(devices[held], sizeof(double));
     const HeldOutcome outcome = run_with_stream_held(
         c.stream_handles[held], "split_sum while rank " + std::to_string(held) + "'s stream is held",
-        [&] { got = split_sum(c.comms, c.stream_handles, slice_pointers, n, total_pointers); },
-        [&] { return !course::is_poisoned(peek.value(total_pointers[held])); }, std::chrono::seconds(2));
-    INFO("rank " << held << "'s stream was held for 2 s: " << outcome.describe("rank " + std::to_string(held))
+        [&] { got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers); },
+        [&] { return !course::is_poisoned(peek.value(buffers.total_pointers[held])); }, std::chrono::seconds(2));
+    INFO("rank " << held << "'s stream was held for 2 s"
+                 << (outcome.watcher_stalled ? "; " + outcome.describe("rank " + std::to_string(held)) : "")
                  << ". totals[" << held << "] "
                  << (outcome.others_finished ? "was written meanwhile" : "stayed poisoned")
                  << ": enqueue_partial_sum belongs on streams[k], the stream the all-reduce then runs on");
