@@ -15,14 +15,18 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/buffers.h"
+#include "common/check.h"
+#include "common/device_guard.h"
 #include "common/random.h"
 #include "common/testing/copies.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "peer_access.h"
 #include "test_03_peer_access_support.h"
 
@@ -173,6 +177,43 @@ TEST_CASE("a staged copy goes through the caller's pinned memory with two chunks
     CHECK(last != nowhere);
     CHECK(before_last != nowhere);
     CHECK((last >= before_last + static_cast<std::ptrdiff_t>(kSmallChunk) || before_last >= last + 77));
+  }
+}
+
+TEST_CASE("a copy returns only once its bytes have arrived", "[03-peer-access][task:3][gpus:1][points:1]") {
+  // Copies long enough to take a while (a direct one of 1 GiB within GPU 0, about a millisecond; a
+  // staged one of 256 MiB through the host, about ten), and a look at the destination's last bytes
+  // the moment the call returns, through pinned memory on a stream of the test's own (a Peeker,
+  // which waits for nothing else): a copy that is enqueued but not waited for leaves them poisoned.
+  require_gpus(1);
+  constexpr unsigned char kByte = 0x5A;
+  constexpr std::size_t kTail = 64;
+  course::testing::Peeker peek(0, kTail);
+  course::PinnedBuffer<std::uint8_t> staging(2 * CopyOptions{}.chunk_bytes);
+  CopyOptions staged;
+  staged.force_staged = true;
+  staged.staging = &staging;  // the caller's: no pinned allocation of the copy's own to free (and wait for)
+  const PeerAccessState none;
+  for (const auto& [bytes, options, path] : {std::tuple{std::size_t{1} << 30, CopyOptions{}, "direct"},
+                                             std::tuple{std::size_t{256} << 20, staged, "staged"}}) {
+    INFO("a " << path << " copy of " << bytes << " bytes from GPU 0 to GPU 0");
+    const course::DeviceBuffer<std::uint8_t> src(0, bytes), dst(0, bytes);
+    {
+      const course::DeviceGuard on(0);
+      CUDA_CHECK(cudaMemset(src.data(), kByte, bytes));
+      course::poison_device(dst.data(), dst.bytes());  // synchronizes the device, the memset included
+    }
+    std::vector<std::uint8_t> tail;
+    run_with_watchdog("copy_between_devices", kCopyLimit, kCopyHint, [&] {
+      (void)copy_between_devices(dst.data(), 0, src.data(), 0, bytes, none, options);
+      tail = peek.values(dst.data() + bytes - kTail, kTail);
+    });
+    const auto arrived = std::count(tail.begin(), tail.end(), kByte);
+    INFO(arrived << " of the last " << kTail << " bytes had arrived when the call returned: wait for the copy's "
+                 << "stream (the destination's, for a staged copy) before returning");
+    CHECK(arrived == static_cast<std::ptrdiff_t>(kTail));
+    const course::DeviceGuard on(0);
+    CUDA_CHECK(cudaDeviceSynchronize());  // a copy still running must not outlive its buffers
   }
 }
 

@@ -25,6 +25,7 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "common/timer.h"
 #include "peer_access.h"
 #include "test_03_peer_access_support.h"
@@ -73,6 +74,17 @@ void check_add(int a, int b, std::uint64_t seed) {
   }
 }
 
+// Peer access from a to b and nothing else: what add_peer_buffer(a, ..., b, ...) needs. Device b
+// (or any device but a) cannot reach a's memory, so a kernel launched anywhere but on a faults
+// on its first read of `local` (an illegal address; the grader reruns the case alone, so the
+// broken CUDA context costs this case only) instead of passing by luck.
+void enable_only_a_to_b(int a, int b) {
+  (void)set_peer_access_by_runtime(false);
+  const cudaError_t was = enable_again(a, b);
+  INFO("enabling peer access GPU " << a << " -> GPU " << b << " answered " << cudaGetErrorName(was));
+  REQUIRE(was == cudaSuccess);
+}
+
 }  // namespace
 
 TEST_CASE("a kernel adds a buffer of its own device", "[03-peer-access][task:4][gpus:1][points:1]") {
@@ -81,6 +93,33 @@ TEST_CASE("a kernel adds a buffer of its own device", "[03-peer-access][task:4][
     for (int d = 0; d < count; ++d) check_add(d, d, case_seed(600 + d));
   });
   CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE("add_peer_buffer returns only once its kernel has finished", "[03-peer-access][task:4][gpus:1][points:1]") {
+  // 2^27 floats a buffer: the kernel runs for about half a millisecond. The moment the call
+  // returns, the test reads the last elements through pinned memory on a stream of its own (a
+  // Peeker, which waits for nothing else): a kernel launched and not waited for leaves them poisoned.
+  require_gpus(1);
+  constexpr std::size_t n = std::size_t{1} << 27, kTail = 64;
+  const course::DeviceBuffer<float> local(0, n), remote(0, n), out(0, n);
+  fill_device(local.data(), 0, n, 1.5f);
+  fill_device(remote.data(), 0, n, 2.25f);  // 1.5 + 2.25 = 3.75, exact in float
+  {
+    const course::DeviceGuard on(0);
+    course::poison_device(out.data(), out.bytes());  // synchronizes the device, the fills included
+  }
+  course::testing::Peeker peek(0, kTail * sizeof(float));
+  std::vector<float> tail;
+  run_with_watchdog("add_peer_buffer on GPU 0", kCopyLimit, kAddHint, [&] {
+    add_peer_buffer(0, out.data(), local.data(), 0, remote.data(), n);
+    tail = peek.values(out.data() + n - kTail, kTail);
+  });
+  const auto done = std::count(tail.begin(), tail.end(), 3.75f);
+  INFO(done << " of the last " << kTail << " sums were written when add_peer_buffer returned: wait for the "
+            << "kernel's stream before returning");
+  CHECK(done == static_cast<std::ptrdiff_t>(kTail));
+  const course::DeviceGuard on(0);
+  CUDA_CHECK(cudaDeviceSynchronize());  // a kernel still running must not outlive its buffers
 }
 
 TEST_CASE("a kernel on one device adds a buffer that lives on another device",
@@ -92,11 +131,18 @@ TEST_CASE("a kernel on one device adds a buffer that lives on another device",
     for (int b = 0; b < count; ++b)
       if (a != b && !(runtime_can_access(a, b) && runtime_can_access(b, a)))
         WARN("pair GPU " << a << " -> GPU " << b << " not checked: cudaDeviceCanAccessPeer says no");
-  // On before any kernel runs: a kernel that reads unmapped peer memory would end the CUDA context.
-  set_peer_access_by_runtime(true);
+  // Only a -> b is on for each pair: a kernel launched on the caller's device (b, in check_add)
+  // instead of a reads unmapped memory and ends the CUDA context, as it would on a machine where
+  // b cannot reach a at all.
   run_with_watchdog("add_peer_buffer across GPUs", kCopyLimit, kAddHint, [&] {
-    for (const auto& [a, b] : pairs) check_add(a, b, case_seed(700 + static_cast<std::uint64_t>(a * count + b)));
+    for (const auto& [a, b] : pairs) {
+      enable_only_a_to_b(a, b);
+      INFO("peer access is on from GPU " << a << " to GPU " << b << " only: a kernel on any other device than " << a
+                                         << " cannot read a's buffers (an illegal memory access)");
+      check_add(a, b, case_seed(700 + static_cast<std::uint64_t>(a * count + b)));
+    }
   });
+  (void)set_peer_access_by_runtime(true);
   CUDA_CHECK(cudaSetDevice(0));
 }
 
@@ -107,8 +153,8 @@ TEST_CASE("the kernel reads the peer's buffer where it lives without a copy on i
   const int count = require_gpus(2);
   const auto pairs = pairs_with_peer_access(count);
   if (pairs.empty()) SKIP(kNoPeerPair);
-  (void)set_peer_access_by_runtime(true);
   const auto [a, b] = pairs.front();
+  enable_only_a_to_b(a, b);                         // all the kernel on a needs
   constexpr std::size_t n = std::size_t{64} << 20;  // 256 MiB of floats
   const std::uint64_t seed = case_seed(750);
   const std::vector<float> local = course::random_small_integers(n, seed),

@@ -7,7 +7,8 @@
 // not written shows. Every call into NCCL runs under the watchdog: a collective that hangs ends the
 // program with a message naming the likely missing step (the group call), never the grader's
 // patience; one case checks that message in a child process (the hidden case below). The cases run
-// for every count of distinct GPUs from 1 to the machine's (one rank per GPU).
+// for every count of distinct GPUs from 1 to the machine's (one rank per GPU). Which streams a call
+// waits for (a rank's stream held by a gate) is in test_06_nccl_streams.cpp.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -15,7 +16,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <future>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -25,7 +25,6 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
-#include "common/partition.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/rank_launcher.h"
@@ -112,36 +111,6 @@ TEST_CASE("all-reduce sums and averages every rank's buffer in place and out of 
   }
 }
 
-TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-nccl][task:2][gpus:1][points:2]") {
-  const int count = require_gpus(1);
-  const std::vector<int> devices = first_devices(count);
-  const Communicators c(devices);
-  const std::size_t n = 1 << 20;
-  RankBuffers data(devices, n);
-  const auto values = random_per_rank(count, n, 320);
-  for (int k = 0; k < count; ++k) data.fill(k, values[k]);
-  run_with_watchdog("all_reduce (before any gate)", kCallLimit, kGroupHint,
-                    [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
-  for (int held = 0; held < count; ++held) {
-    run_with_watchdog("all_reduce behind a held stream", 100s,
-                      "the call waited for a held stream before returning when it should have enqueued first, "
-                      "or it never waits for that stream",
-                      [&] {
-                        StreamGate gate(c.stream_handles[held]);
-                        auto call = std::async(std::launch::async, [&] {
-                          all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);
-                        });
-                        const bool returned_while_held = call.wait_for(500ms) == std::future_status::ready;
-                        gate.open();
-                        call.get();
-                        INFO("rank " << held
-                                     << "'s stream was held: all_reduce returned before it could have "
-                                        "finished there. Wait for EACH rank's stream (cudaStreamSynchronize)");
-                        CHECK_FALSE(returned_while_held);
-                      });
-  }
-}
-
 TEST_CASE("child: all-reduce behind a stream held for good", "[.][06-nccl-child]") {
   const std::vector<int> devices = {0};
   const Communicators c(devices);
@@ -198,32 +167,18 @@ TEST_CASE("lesson 04's split sum is one all-reduce of one double and lands on ev
     const std::vector<int> devices = first_devices(g);
     const Communicators c(devices);
     for (const std::size_t n : sizes) {
-      std::vector<course::DeviceBuffer<float>> slices;
-      std::vector<const float*> slice_pointers;
-      std::vector<course::DeviceBuffer<double>> totals;
-      std::vector<double*> total_pointers;
+      SplitSumBuffers buffers(devices, std::span<const float>(values.data(), n));
       double exact = 0;
-      for (int k = 0; k < g; ++k) {
-        const course::Range range = course::split_range(n, g, k);
-        slices.emplace_back(devices[k], range.size());
-        if (range.size() > 0)
-          CUDA_CHECK(cudaMemcpy(slices.back().data(), values.data() + range.begin, range.size() * sizeof(float),
-                                cudaMemcpyHostToDevice));
-        slice_pointers.push_back(slices.back().data());
-        totals.emplace_back(devices[k], 1);
-        const course::DeviceGuard on_device(devices[k]);
-        course::poison_device(totals.back().data(), totals.back().bytes());
-        total_pointers.push_back(totals.back().data());
-      }
       for (std::size_t i = 0; i < n; ++i) exact += values[i];
       double got = std::numeric_limits<double>::quiet_NaN();
-      run_with_watchdog("split_sum", kCallLimit, kGroupHint,
-                        [&] { got = split_sum(c.comms, c.stream_handles, slice_pointers, n, total_pointers); });
+      run_with_watchdog("split_sum", kCallLimit, kGroupHint, [&] {
+        got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers);
+      });
       INFO(g << " GPUs, n = " << n);
       CHECK(got == exact);
       for (int k = 0; k < g; ++k) {
         double on_rank = 0;
-        CUDA_CHECK(cudaMemcpy(&on_rank, totals[k].data(), sizeof on_rank, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(&on_rank, buffers.totals[k].data(), sizeof on_rank, cudaMemcpyDeviceToHost));
         INFO("totals[" << k << "] (NaN: never written)");
         CHECK(on_rank == exact);
       }

@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "common/device_guard.h"
+#include "common/partition.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
 #include "nccl_collectives.h"
@@ -69,6 +70,29 @@ Communicators::Communicators(std::span<const int> devices) {
 Communicators::~Communicators() {
   for (ncclComm_t comm : comms)
     if (comm != nullptr) (void)ncclCommDestroy(comm);
+}
+
+SplitSumBuffers::SplitSumBuffers(std::span<const int> list, std::span<const float> values)
+    : devices(list.begin(), list.end()) {
+  const int ranks = static_cast<int>(devices.size());
+  for (int k = 0; k < ranks; ++k) {
+    const course::Range range = course::split_range(values.size(), ranks, k);
+    slices.emplace_back(devices[k], range.size());
+    if (range.size() > 0)
+      CUDA_CHECK(cudaMemcpy(slices.back().data(), values.data() + range.begin, range.size() * sizeof(float),
+                            cudaMemcpyHostToDevice));
+    slice_pointers.push_back(slices.back().data());
+    totals.emplace_back(devices[k], 1);
+    total_pointers.push_back(totals.back().data());
+  }
+  poison_totals();
+}
+
+void SplitSumBuffers::poison_totals() {
+  for (std::size_t k = 0; k < devices.size(); ++k) {
+    const course::DeviceGuard on_device(devices[k]);
+    course::poison_device(totals[k].data(), totals[k].bytes());
+  }
 }
 
 RankBuffers::RankBuffers(std::span<const int> devices, std::size_t count) {

@@ -65,6 +65,19 @@ struct RankBuffers {
   std::vector<float> read(std::size_t k) const;
 };
 
+// split_sum's inputs: rank k's slice (course::split_range of `values`) on devices[k], and its
+// total, one poisoned double on devices[k].
+struct SplitSumBuffers {
+  SplitSumBuffers(std::span<const int> devices, std::span<const float> values);
+  void poison_totals();
+
+  std::vector<int> devices;
+  std::vector<course::DeviceBuffer<float>> slices;
+  std::vector<const float*> slice_pointers;
+  std::vector<course::DeviceBuffer<double>> totals;
+  std::vector<double*> total_pointers;
+};
+
 // Small random integers for each of `ranks` ranks, rank r's from the case's seed for `salt` + r.
 std::vector<std::vector<float>> random_per_rank(int ranks, std::size_t count, std::uint64_t salt);
 

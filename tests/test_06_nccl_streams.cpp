@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 06 tests, tasks 2 and 3: which streams the calls wait for and enqueue on, shown on one GPU
+// (one rank) as well as on many. A gate (common/testing/held_stream.h) holds one stream while the
+// call runs on a thread of its own, and the test watches, through pinned memory on a stream of its
+// own, what happened meanwhile: a call must return while a stream that is not one of its ranks' is
+// held; a count of 0 must return while a rank's stream is held (it enqueues nothing, so it has
+// nothing to wait for); and split_sum's partial sums must wait behind their rank's stream.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <catch2/catch_test_macros.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/buffers.h"
+#include "common/random.h"
+#include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
+#include "nccl_collectives.h"
+#include "test_06_nccl_support.h"
+
+using namespace lesson06;
+using namespace lesson06_tests;
+using course::testing::HeldOutcome;
+using course::testing::run_with_stream_held;
+
+namespace {
+
+// Runs `call` on a thread of its own while `held` is held (run_with_stream_held) and says whether
+// it returned before the gate opened, after `patience` at most.
+bool returns_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,
+                        std::chrono::milliseconds patience = std::chrono::seconds(5)) {
+  std::atomic<bool> returned{false};
+  const HeldOutcome outcome = run_with_stream_held(
+      held, what,
+      [&] {
+        call();
+        returned = true;
+      },
+      [&] { return returned.load(); }, patience);
+  return outcome.others_finished;
+}
+
+// Communicators for every GPU, 2^20 random floats a rank, and one all-reduce already made (its
+// kernels loaded) before any gate closes.
+struct WarmAllReduce {
+  explicit WarmAllReduce(std::uint64_t salt) : devices(first_devices(require_gpus(1))), c(devices), data(devices, n) {
+    const auto values = random_per_rank(c.size(), n, salt);
+    for (int k = 0; k < c.size(); ++k) data.fill(k, values[k]);
+    run_with_watchdog("all_reduce (before any gate)", kCallLimit, kGroupHint, [&] { call(); });
+  }
+  void call() { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); }
+
+  static constexpr std::size_t n = 1 << 20;
+  std::vector<int> devices;
+  Communicators c;
+  RankBuffers data;
+};
+
+}  // namespace
+
+// ---- Task 2 ---------------------------------------------------------------------------------
+
+TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-nccl][task:2][gpus:1][points:2]") {
+  WarmAllReduce job(320);
+  for (int held = 0; held < job.c.size(); ++held) {
+    const bool returned = returns_while_held(
+        job.c.stream_handles[held], "all_reduce behind a held stream", [&] { job.call(); }, 500ms);
+    INFO("rank " << held
+                 << "'s stream was held: all_reduce returned before it could have finished there. Wait for EACH "
+                    "rank's stream (cudaStreamSynchronize)");
+    CHECK_FALSE(returned);
+  }
+}
+
+TEST_CASE("a collective waits for its ranks' streams and for nothing else", "[06-nccl][task:2][gpus:1][points:1]") {
+  // A stream of the test's own on each device in turn is held: the ranks' streams are free, so
+  // all_reduce must finish and return. A cudaDeviceSynchronize (a wait for the whole device)
+  // waits for the held stream and does not return until the gate opens.
+  WarmAllReduce job(600);
+  for (const int d : job.devices) {
+    const course::Stream other(d);  // none of the ranks' streams
+    const bool returned = returns_while_held(
+        other, "all_reduce while another stream of GPU " + std::to_string(d) + " is held", [&] { job.call(); });
+    INFO("a stream of GPU " << d << " that belongs to no rank was held for 5 s: all_reduce "
+                            << (returned ? "returned meanwhile" : "did not return")
+                            << ". Wait for each rank's stream (cudaStreamSynchronize), not for the whole device");
+    CHECK(returned);
+  }
+}
+
+TEST_CASE("a count of 0 enqueues nothing and returns while the ranks' streams are held",
+          "[06-nccl][task:3][gpus:1][points:1]") {
+  // Buffers may be nullptr when the count is 0. Each rank's stream is held in turn: a call that
+  // enqueues nothing has nothing to wait for, so it returns at once.
+  const int count = require_gpus(1);
+  const std::vector<int> devices = first_devices(count);
+  const Communicators c(devices);
+  const std::vector<const float*> no_send(count, nullptr);
+  const std::vector<float*> no_recv(count, nullptr);
+  const auto every_call = [&] {
+    all_reduce(c.comms, c.stream_handles, no_send, no_recv, 0, ncclSum);
+    broadcast(c.comms, c.stream_handles, no_send, no_recv, 0, count - 1);
+    reduce(c.comms, c.stream_handles, no_send, no_recv, 0, 0);
+    all_gather(c.comms, c.stream_handles, no_send, no_recv, 0);
+    reduce_scatter(c.comms, c.stream_handles, no_send, no_recv, 0);
+    column_split_matvec(c.comms, c.stream_handles, no_send, no_send, no_recv, no_recv, 0, 5);
+  };
+  run_with_watchdog("the collectives with a count of 0 (before any gate)", kCallLimit, kGroupHint, every_call);
+  for (int held = 0; held < count; ++held) {
+    const bool returned = returns_while_held(
+        c.stream_handles[held], "the collectives with a count of 0 while rank " + std::to_string(held) + " is held",
+        every_call);
+    INFO("rank " << held << "'s stream was held for 5 s: all_reduce, broadcast, reduce, all_gather, reduce_scatter "
+                 << "with count 0 and column_split_matvec with rows 0 "
+                 << (returned ? "returned meanwhile" : "had not all returned")
+                 << ". A count of 0 enqueues nothing and waits for nothing: return before the group call");
+    CHECK(returned);
+  }
+}
+
+TEST_CASE("split_sum's partial sums run on their rank's stream", "[06-nccl][task:2][gpus:1][points:1]") {
+  // Rank k's stream is held and the test looks at totals[k] through pinned memory on a stream of
+  // its own: while the gate is closed it must stay poisoned, since rank k's partial sum waits
+  // behind the gate on streams[k]. Written meanwhile: the sum ran on another stream, which nothing
+  // orders before the all-reduce on streams[k].
+  const int count = require_gpus(1);
+  const std::vector<int> devices = first_devices(count);
+  const Communicators c(devices);
+  const std::size_t n = (std::size_t{1} << 20) + 5;
+  const std::vector<float> values = course::random_small_integers(n, case_seed(610));
+  double exact = 0;
+  for (const float v : values) exact += v;
+  SplitSumBuffers buffers(devices, values);
+  double got = 0;
+  run_with_watchdog("split_sum (before any gate)", kCallLimit, kGroupHint, [&] {
+    got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers);
+  });
+  CHECK(got == exact);
+  for (int held = 0; held < count; ++held) {
+    buffers.poison_totals();
+    course::testing::Peeker peek(devices[held], sizeof(double));
+    const HeldOutcome outcome = run_with_stream_held(
+        c.stream_handles[held], "split_sum while rank " + std::to_string(held) + "'s stream is held",
+        [&] { got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers); },
+        [&] { return !course::is_poisoned(peek.value(buffers.total_pointers[held])); }, std::chrono::seconds(2));
+    INFO("rank " << held << "'s stream was held for 2 s"
+                 << (outcome.watcher_stalled ? "; " + outcome.describe("rank " + std::to_string(held)) : "")
+                 << ". totals[" << held << "] "
+                 << (outcome.others_finished ? "was written meanwhile" : "stayed poisoned")
+                 << ": enqueue_partial_sum belongs on streams[k], the stream the all-reduce then runs on");
+    CHECK_FALSE(outcome.others_finished);
+    CHECK_FALSE(outcome.watcher_stalled);
+    CHECK(got == exact);
+  }
+}
