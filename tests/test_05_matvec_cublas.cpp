@@ -5,7 +5,8 @@
 // these cases do not need task 2; which device was current at each cuBLAS call of the code under
 // test (cublasCreate, cublasSgemv, cublasDestroy) comes from common/testing/cublas_calls.h. Every
 // product is compared with the double-precision reference of test_05_matvec_support.h, for 1 to 4
-// workers on one GPU; what needs distinct GPUs carries [gpus:2].
+// workers on one GPU, with every worker's buffers poisoned first; the workers run at the same time
+// (one held back, the others finish); what needs distinct GPUs carries [gpus:2].
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -56,6 +57,7 @@ DistributedMatrix test_row_split(const std::vector<int>& devices, int root, cons
     upload<float>(w.W.data(), d, std::span(p.W).subspan(rows.begin * p.n, w.W.size()));
     A.workers.push_back(std::move(w));
   }
+  poison_workers(A);  // a worker's y left unwritten (n = 0) must not pass for zeros
   return A;
 }
 
@@ -150,6 +152,24 @@ TEST_CASE("the cuBLAS row split gives y for 1 to 4 workers, uneven splits includ
       check_y(p, io.result(), "multiply_rows_cublas on " + describe(devices), course::split_ranges(p.m, k));
     }
   }
+}
+
+TEST_CASE("the cuBLAS row split's workers run at the same time: the others finish while one is held back",
+          "[05-matvec][task:4][gpus:1][points:1][overlap]") {
+  const int gpus = require_gpus(1);
+  const std::vector<int> devices = workers_on(3, gpus);  // {0, 0, 0} on one GPU
+  const Problem p = make_problem(3000, 1000, 3250);
+  RootVectors io(gpus - 1, p);
+  DistributedMatrix A = test_row_split(devices, io.root, p);
+  const StudentHandles made(create_cublas_handles(A), destroy_handles);
+  REQUIRE(made.value.size() == devices.size());
+  const auto multiply = [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); };
+  within_limit("multiply_rows_cublas", multiply);  // ungated first: loads every kernel it launches
+  io.poison_y();
+  poison_workers(A);
+  check_rows_while_held(p, 3, A.workers[0].stream, io.y.data(), io.root, "multiply_rows_cublas on " + describe(devices),
+                        multiply);
+  check_y(p, io.result(), "multiply_rows_cublas once worker 0 was let go", course::split_ranges(p.m, 3));
 }
 
 TEST_CASE("cuBLAS handles are made on each worker's device whatever device the caller has current",
