@@ -111,8 +111,9 @@ void poison_workers(const lesson05::DistributedMatrix& A) {
   course::poison_device(A.partials.data(), A.partials.bytes());
 }
 
-void check_others_finish_while_held(cudaStream_t held, const std::string& held_worker, const std::string& what,
-                                    const std::function<void()>& call, const std::function<bool()>& others_done) {
+HeldOutcome check_others_finish_while_held(cudaStream_t held, const std::string& held_worker, const std::string& what,
+                                           const std::function<void()>& call,
+                                           const std::function<bool()>& others_done) {
   const HeldOutcome outcome =
       run_with_stream_held(held, what + " with " + held_worker + " held back", call, others_done);
   INFO(what << ": " << outcome.describe(held_worker));
@@ -120,6 +121,7 @@ void check_others_finish_while_held(cudaStream_t held, const std::string& held_w
   INFO(what << " returned while " << held_worker << "'s stream was held: it must return only when y is complete, "
             << "so " << held_worker << "'s work belongs on that stream and the call waits for it");
   CHECK_FALSE(outcome.call_returned_early);
+  return outcome;
 }
 
 void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, const float* y, int device,

@@ -17,6 +17,7 @@
 
 #include "common/buffers.h"
 #include "common/partition.h"
+#include "common/testing/held_stream.h"
 #include "matvec.h"
 
 namespace lesson05_tests {
@@ -66,9 +67,10 @@ void poison_workers(const lesson05::DistributedMatrix& A);
 // of `held_worker` ("worker 0"), and `others_done` is watched (common/testing/held_stream.h). The
 // other workers must finish meanwhile, and the call must not return before the gate opens: the
 // held worker's work is part of the result. Run `call` once ungated before this: a kernel's first
-// launch may wait for the whole device, held stream included.
-void check_others_finish_while_held(cudaStream_t held, const std::string& held_worker, const std::string& what,
-                                    const std::function<void()>& call, const std::function<bool()>& others_done);
+// launch may wait for the whole device, held stream included. Returns what was seen.
+course::testing::HeldOutcome check_others_finish_while_held(cudaStream_t held, const std::string& held_worker,
+                                                            const std::string& what, const std::function<void()>& call,
+                                                            const std::function<bool()>& others_done);
 
 // The same for a product split by rows over `workers` workers (course::split_ranges(p.m, workers)),
 // y at `y` in memory `device` can read: worker 0 is held, and every other worker's rows of y must be
