@@ -217,18 +217,10 @@ TEST_CASE("row blocks land on the devices listed, in their order", "[05-matvec][
 
 TEST_CASE("the row split's workers run at the same time: the others finish while one is held back",
           "[05-matvec][task:2][gpus:1][points:1][overlap]") {
-  const int gpus = require_gpus(1);
-  const std::vector<int> devices = workers_on(3, gpus);  // {0, 0, 0} on one GPU
-  const Problem p = make_problem(3000, 1000, 1250);
-  RootVectors io(gpus - 1, p);
-  DistributedMatrix A = distribute_rows(devices, io.root, p.W.data(), p.m, p.n);
-  const auto multiply = [&] { multiply_rows(A, io.x.data(), io.y.data()); };
-  within_limit("multiply_rows", multiply);  // ungated first: loads every kernel it launches
-  io.poison_y();
-  poison_workers(A);
-  check_rows_while_held(p, 3, A.workers[0].stream, io.y.data(), io.root, "multiply_rows on " + describe(devices),
-                        multiply);
-  check_y(p, io.result(), "multiply_rows once worker 0 was let go", course::split_ranges(p.m, 3));
+  const ThreeWorkers three(1250);
+  DistributedMatrix A = distribute_rows(three.devices, three.io.root, three.p.W.data(), three.p.m, three.p.n);
+  check_row_split_while_held(three, A, "multiply_rows",
+                             [&] { multiply_rows(A, three.io.x.data(), three.io.y.data()); });
 }
 
 TEST_CASE("two GPUs do the row split in clearly less time than one", "[05-matvec][task:2][gpus:2][points:1][timing]") {

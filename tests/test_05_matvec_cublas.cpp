@@ -156,20 +156,12 @@ TEST_CASE("the cuBLAS row split gives y for 1 to 4 workers, uneven splits includ
 
 TEST_CASE("the cuBLAS row split's workers run at the same time: the others finish while one is held back",
           "[05-matvec][task:4][gpus:1][points:1][overlap]") {
-  const int gpus = require_gpus(1);
-  const std::vector<int> devices = workers_on(3, gpus);  // {0, 0, 0} on one GPU
-  const Problem p = make_problem(3000, 1000, 3250);
-  RootVectors io(gpus - 1, p);
-  DistributedMatrix A = test_row_split(devices, io.root, p);
+  const ThreeWorkers three(3250);
+  DistributedMatrix A = test_row_split(three.devices, three.io.root, three.p);
   const StudentHandles made(create_cublas_handles(A), destroy_handles);
-  REQUIRE(made.value.size() == devices.size());
-  const auto multiply = [&] { multiply_rows_cublas(A, made.value, io.x.data(), io.y.data()); };
-  within_limit("multiply_rows_cublas", multiply);  // ungated first: loads every kernel it launches
-  io.poison_y();
-  poison_workers(A);
-  check_rows_while_held(p, 3, A.workers[0].stream, io.y.data(), io.root, "multiply_rows_cublas on " + describe(devices),
-                        multiply);
-  check_y(p, io.result(), "multiply_rows_cublas once worker 0 was let go", course::split_ranges(p.m, 3));
+  REQUIRE(made.value.size() == three.devices.size());
+  check_row_split_while_held(three, A, "multiply_rows_cublas",
+                             [&] { multiply_rows_cublas(A, made.value, three.io.x.data(), three.io.y.data()); });
 }
 
 TEST_CASE("cuBLAS handles are made on each worker's device whatever device the caller has current",

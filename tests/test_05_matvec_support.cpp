@@ -91,7 +91,7 @@ RootVectors::RootVectors(int root_device, const Problem& p)
   poison_y();
 }
 
-void RootVectors::poison_y() {
+void RootVectors::poison_y() const {
   const course::DeviceGuard on(root);
   course::poison_device(y.data(), y.bytes());
 }
@@ -134,6 +134,20 @@ void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, con
       if (!rows_right(p, got, parts[k])) return false;
     return true;
   });
+}
+
+ThreeWorkers::ThreeWorkers(std::uint64_t salt)
+    : gpus(require_gpus(1)), devices(workers_on(3, gpus)), p(make_problem(3000, 1000, salt)), io(gpus - 1, p) {}
+
+void check_row_split_while_held(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
+                                const std::string& name, const std::function<void()>& multiply) {
+  within_limit(name, multiply);  // ungated first: loads every kernel it launches
+  three.io.poison_y();
+  poison_workers(A);
+  const auto K = static_cast<int>(A.workers.size());
+  check_rows_while_held(three.p, K, A.workers.at(0).stream, three.io.y.data(), three.io.root,
+                        name + " on " + describe(three.devices), multiply);
+  check_y(three.p, three.io.result(), name + " once worker 0 was let go", course::split_ranges(three.p.m, K));
 }
 
 std::vector<int> workers_on(int k, int gpus) {

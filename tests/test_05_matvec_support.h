@@ -55,7 +55,7 @@ struct RootVectors {
   int root;
   course::DeviceBuffer<float> x, y;
   RootVectors(int root_device, const Problem& p);
-  void poison_y();  // all m + 1 floats of y, again
+  void poison_y() const;  // all m + 1 floats of y, again
   std::vector<float> result() const;
 };
 
@@ -77,6 +77,21 @@ course::testing::HeldOutcome check_others_finish_while_held(cudaStream_t held, c
 // right meanwhile. The caller checks all of y afterwards.
 void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, const float* y, int device,
                            const std::string& what, const std::function<void()>& call);
+
+// A problem for three workers held back one at a time: workers_on(3, GPUs) ({0, 0, 0} on one GPU),
+// W of 3000 x 1000 from `salt`, x and y on the last GPU. Skips without a GPU.
+struct ThreeWorkers {
+  int gpus;
+  std::vector<int> devices;
+  Problem p;
+  RootVectors io;
+  explicit ThreeWorkers(std::uint64_t salt);
+};
+
+// All of it for a row split A of `three`: `multiply` (named `name`) runs once ungated, y and the
+// workers' buffers are poisoned again, it runs with worker 0 held, and then y is checked.
+void check_row_split_while_held(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
+                                const std::string& name, const std::function<void()>& multiply);
 
 // k workers over the GPUs in turn, from the last one down: {0, 0, 0} on one GPU, {1, 0, 1} on two.
 // Worker 0 is never on device 0 of several GPUs, so a device taken from the worker's index shows;
