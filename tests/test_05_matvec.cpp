@@ -3,19 +3,24 @@
 //
 // Lesson 05 tests, tasks 1 to 3: the gemv kernel, then the row split and the column split for 1 to
 // 4 workers. Every product is compared with a double-precision CPU reference within the worst-case
-// error of float accumulation, and every output is poisoned first. Devices come as a list in which
-// a device may repeat, so one GPU runs every split for 1 to 4 workers; what needs distinct GPUs
-// (placement on device k, overlap) carries [gpus:2]. Where data lives is read back from the runtime
+// error of float accumulation, and every output is poisoned first, the workers' buffers included.
+// Devices come as a list in which a device may repeat, so one GPU runs every split for 1 to 4
+// workers, and shows "at the same time" and "once every partial has arrived" with one worker's
+// stream held back by a gate (common/testing/held_stream.h); what needs distinct GPUs (placement on
+// device k, speed-up) carries [gpus:2]. Where data lives is read back from the runtime
 // (cudaPointerGetAttributes). The shared helpers are in test_05_matvec_support.h; tasks 4 and 5 are
 // in test_05_matvec_cublas.cpp and test_05_matvec_managed.cpp.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/buffers.h"
@@ -24,6 +29,7 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "common/timer.h"
 #include "matvec.h"
 #include "test_05_matvec_support.h"
@@ -31,6 +37,7 @@
 using namespace lesson05;
 using namespace lesson05_tests;
 using namespace course::testing;
+using namespace std::chrono_literals;
 
 // ---- Inputs, references, checks ---------------------------------------------------------------
 
@@ -102,6 +109,7 @@ void check_split_products(Distribute distribute, Multiply multiply, const std::s
       std::optional<DistributedMatrix> A;
       from_last_device(gpus, "distribute (" + name + ")",
                        [&] { A.emplace(distribute(devices, io.root, p.W.data(), p.m, p.n)); });
+      poison_workers(*A);  // a worker's y left unwritten must not pass for zeros
       from_last_device(gpus, name, [&] { multiply(*A, io.x.data(), io.y.data()); });
       check_y(p, io.result(), name + " on " + describe(devices),
               by_rows ? course::split_ranges(p.m, k) : std::vector<course::Range>{});
@@ -111,7 +119,8 @@ void check_split_products(Distribute distribute, Multiply multiply, const std::s
 
 // After distribute: every worker runs on its listed device, holds its block (read back and
 // compared), and has buffers and a stream of that device. After multiply: its x holds its part
-// of x (it was poisoned before), and its y its rows of the product or its partial y.
+// of x, and its y its rows of the product or its partial y (zeros for a worker without columns);
+// both, and A.partials, were poisoned before.
 void check_workers(Distribute distribute, Multiply multiply, bool by_rows, const std::vector<int>& devices,
                    const Shape shape, std::uint64_t salt, int root = -1) {
   const Problem p = make_problem(shape.m, shape.n, salt);
@@ -141,9 +150,8 @@ void check_workers(Distribute distribute, Multiply multiply, bool by_rows, const
       CHECK(read_back(w.W.data(), w.device, w.W.size()) == block);
     }
     CHECK(stream_device(w.stream) == devices[k]);
-    const course::DeviceGuard on(w.device);
-    course::poison_device(w.x.data(), w.x.bytes());
   }
+  poison_workers(A);
   within_limit("multiply", [&] { multiply(A, io.x.data(), io.y.data()); });
   const std::vector<float> y = io.result();
   check_y(p, y, "the product");
@@ -207,7 +215,15 @@ TEST_CASE("row blocks land on the devices listed, in their order", "[05-matvec][
     check_workers(distribute_rows, multiply_rows, true, devices, Shape{41, 100}, 1200 + devices.size());
 }
 
-TEST_CASE("the row split runs its workers at the same time", "[05-matvec][task:2][gpus:2][points:1][timing]") {
+TEST_CASE("the row split's workers run at the same time: the others finish while one is held back",
+          "[05-matvec][task:2][gpus:1][points:1][overlap]") {
+  const ThreeWorkers three(1250);
+  DistributedMatrix A = distribute_rows(three.devices, three.io.root, three.p.W.data(), three.p.m, three.p.n);
+  check_row_split_while_held(three, A, "multiply_rows",
+                             [&] { multiply_rows(A, three.io.x.data(), three.io.y.data()); });
+}
+
+TEST_CASE("two GPUs do the row split in clearly less time than one", "[05-matvec][task:2][gpus:2][points:1][timing]") {
   require_gpus(2);
   set_peer_access_by_runtime(true);  // copies between the two go over the link where there is one
   // 1 GB: about 0.3 ms of reading on one H100, well above the fixed costs of launches and copies.
@@ -247,6 +263,84 @@ TEST_CASE("each column worker holds all rows of its columns, its part of x and i
   for (int k = 1; k <= 4; ++k)
     for (const Shape shape : {Shape{10, 37}, Shape{6, 3}})
       check_workers(distribute_columns, multiply_columns, false, workers_on(k, gpus), shape, 2100 + 10 * k + shape.n);
+}
+
+namespace {
+
+// A column split over three workers, multiplied once ungated (that loads every kernel it launches:
+// common/testing/stream_gate.h), then with y, the workers' buffers and A.partials poisoned again:
+// ready for a product with one worker held back, watched through `peek` on the root.
+struct ColumnSplitToHold {
+  Problem p;
+  RootVectors io;
+  DistributedMatrix A;
+  std::vector<Problem> partial;  // partial[k]: worker k's partial y, the product of its columns alone
+  Peeker peek;
+
+  ColumnSplitToHold(int gpus, std::uint64_t salt)
+      : p(make_problem(600, 3000, salt)),
+        io(gpus - 1, p),
+        A(distribute_columns(workers_on(3, gpus), io.root, p.W.data(), p.m, p.n)),
+        peek(io.root, p.m * sizeof(float)) {
+    REQUIRE(A.workers.size() == 3);
+    REQUIRE(A.partials.size() == 3 * p.m);
+    REQUIRE(A.root_stream.has_value());
+    for (const Worker& w : A.workers) partial.push_back(with_reference(p, w.cols));
+    within_limit("multiply_columns", [&] { multiply(); });
+    io.poison_y();
+    poison_workers(A);
+  }
+  void multiply() { multiply_columns(A, io.x.data(), io.y.data()); }
+  // Whether worker k's partial y has arrived in its slot of A.partials.
+  bool arrived(std::size_t k) {
+    return rows_right(partial[k], peek.values(A.partials.data() + k * p.m, p.m), course::Range{0, p.m});
+  }
+  std::string devices() const {
+    std::vector<int> list;
+    for (const Worker& w : A.workers) list.push_back(w.device);
+    return describe(list);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the column split's workers run at the same time: the others finish while one is held back",
+          "[05-matvec][task:3][gpus:1][points:1][overlap]") {
+  ColumnSplitToHold split(require_gpus(1), 2250);
+  check_others_finish_while_held(
+      split.A.workers[0].stream, "worker 0", "multiply_columns on " + split.devices(), [&] { split.multiply(); },
+      [&] { return split.arrived(1) && split.arrived(2); });
+  check_y(split.p, split.io.result(), "multiply_columns once worker 0 was let go");
+}
+
+TEST_CASE("the root sums the partial ys only once the last one has arrived, waiting on events",
+          "[05-matvec][task:3][gpus:1][points:1][overlap]") {
+  ColumnSplitToHold split(require_gpus(1), 2260);
+  bool y_untouched = false, sum_enqueued = false;
+  const HeldOutcome outcome = check_others_finish_while_held(
+      split.A.workers[2].stream, "worker 2", "multiply_columns on " + split.devices(), [&] { split.multiply(); },
+      [&] {
+        if (!split.arrived(0) || !split.arrived(1)) return false;
+        std::this_thread::sleep_for(50ms);  // time enough for a sum that does not wait for worker 2 to run
+        const std::vector<float> y = split.peek.values(split.io.y.data(), split.p.m);
+        y_untouched = std::all_of(y.begin(), y.end(), [](float v) { return course::is_poisoned(v); });
+        const course::DeviceGuard on(split.io.root);
+        sum_enqueued = cudaStreamQuery(*split.A.root_stream) == cudaErrorNotReady;
+        return true;
+      });
+  if (outcome.others_finished) {  // then y and the root stream were looked at
+    INFO("while worker 2's partial was held back, y "
+         << (y_untouched ? "stayed poisoned"
+                         : "was written: the sum ran before every partial had arrived (the root stream must "
+                           "cudaStreamWaitEvent an event of every worker)"));
+    CHECK(y_untouched);
+    INFO("while worker 2's partial was held back, A.root_stream "
+         << (sum_enqueued ? "held the waiting sum"
+                          : "had no work: the sum was not yet enqueued, so the host waited for the workers first "
+                            "(a synchronize per worker) where the root stream should wait on their events"));
+    CHECK(sum_enqueued);
+  }
+  check_y(split.p, split.io.result(), "multiply_columns once worker 2 was let go");
 }
 
 TEST_CASE("the partial ys are summed on the root device, which need not hold a worker",

@@ -5,7 +5,8 @@
 // these cases do not need task 2; which device was current at each cuBLAS call of the code under
 // test (cublasCreate, cublasSgemv, cublasDestroy) comes from common/testing/cublas_calls.h. Every
 // product is compared with the double-precision reference of test_05_matvec_support.h, for 1 to 4
-// workers on one GPU; what needs distinct GPUs carries [gpus:2].
+// workers on one GPU, with every worker's buffers poisoned first; the workers run at the same time
+// (one held back, the others finish); what needs distinct GPUs carries [gpus:2].
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -56,6 +57,7 @@ DistributedMatrix test_row_split(const std::vector<int>& devices, int root, cons
     upload<float>(w.W.data(), d, std::span(p.W).subspan(rows.begin * p.n, w.W.size()));
     A.workers.push_back(std::move(w));
   }
+  poison_workers(A);  // a worker's y left unwritten (n = 0) must not pass for zeros
   return A;
 }
 
@@ -150,6 +152,16 @@ TEST_CASE("the cuBLAS row split gives y for 1 to 4 workers, uneven splits includ
       check_y(p, io.result(), "multiply_rows_cublas on " + describe(devices), course::split_ranges(p.m, k));
     }
   }
+}
+
+TEST_CASE("the cuBLAS row split's workers run at the same time: the others finish while one is held back",
+          "[05-matvec][task:4][gpus:1][points:1][overlap]") {
+  const ThreeWorkers three(3250);
+  DistributedMatrix A = test_row_split(three.devices, three.io.root, three.p);
+  const StudentHandles made(create_cublas_handles(A), destroy_handles);
+  REQUIRE(made.value.size() == three.devices.size());
+  check_row_split_while_held(three, A, "multiply_rows_cublas",
+                             [&] { multiply_rows_cublas(A, made.value, three.io.x.data(), three.io.y.data()); });
 }
 
 TEST_CASE("cuBLAS handles are made on each worker's device whatever device the caller has current",

@@ -4,8 +4,9 @@
 // Lesson 05 tests, task 5: the product over managed memory, with and without placement advice.
 // Products are compared with the double-precision reference of test_05_matvec_support.h; where each
 // worker's block of rows belongs (preferred location, last prefetch, accessed-by) and whether x is
-// read-mostly are asked of the driver (cudaMemRangeGetAttribute). The cases skip on GPUs without
-// concurrent managed access; placement on distinct devices carries [gpus:2].
+// read-mostly are asked of the driver (cudaMemRangeGetAttribute); the workers run at the same time
+// (one held back, the others finish). The cases skip on GPUs without concurrent managed access;
+// placement on distinct devices carries [gpus:2].
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -134,6 +135,24 @@ TEST_CASE("the managed product gives y for 1 to 4 workers, with and without plac
       CHECK((A.devices.empty() && A.rows.empty() && A.streams.empty()));
     }
   }
+}
+
+TEST_CASE("the managed product's workers run at the same time: the others finish while one is held back",
+          "[05-matvec][task:5][gpus:1][points:1][overlap]") {
+  const int gpus = require_gpus(1);
+  const std::vector<int> devices = workers_on(3, gpus);  // {0, 0, 0} on one GPU
+  require_managed_access(devices);
+  const Problem p = make_problem(3000, 1000, 4250);
+  StudentManaged made(allocate_managed(devices, p.m, p.n), free_managed);
+  ManagedMatrix& A = made.value;
+  REQUIRE((A.W != nullptr && A.x != nullptr && A.y != nullptr && A.streams.size() == devices.size()));
+  std::copy(p.W.begin(), p.W.end(), A.W);
+  std::copy(p.x.begin(), p.x.end(), A.x);
+  const auto multiply = [&] { multiply_managed(A); };
+  within_limit("multiply_managed", multiply);  // ungated first: loads its kernel and moves the pages over
+  std::fill(A.y, A.y + p.m, NAN);
+  check_rows_while_held(p, 3, A.streams[0], A.y, devices[0], "multiply_managed on " + describe(devices), multiply);
+  check_y(p, managed_y(A), "multiply_managed once worker 0 was let go", course::split_ranges(p.m, 3));
 }
 
 TEST_CASE("each managed block of rows is advised to and prefetched onto its worker's device",

@@ -2,7 +2,8 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Lesson 05's shared test helpers (declared, with what each does, in test_05_matvec_support.h):
-// the reference and its error bound, the check of y, and the watchdog around the student's calls.
+// the reference and its error bound, the check of y, the watchdog around the student's calls, the
+// poisoning of the workers' buffers and the product run with one worker held back.
 #include "test_05_matvec_support.h"
 
 #include <catch2/catch_test_macros.hpp>
@@ -14,6 +15,7 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/held_stream.h"
 #include "common/testing/workers.h"
 
 using namespace std::chrono_literals;
@@ -77,15 +79,75 @@ void check_y(const Problem& p, const std::vector<float>& got, const std::string&
   CHECK(std::isnan(got[p.m]));
 }
 
+bool rows_right(const Problem& p, const std::vector<float>& got, course::Range rows) {
+  for (std::size_t i = rows.begin; i < rows.end; ++i)
+    if (!(std::fabs(static_cast<double>(got[i]) - p.y[i]) <= p.bound[i])) return false;
+  return true;
+}
+
 RootVectors::RootVectors(int root_device, const Problem& p)
     : root(root_device), x(root_device, p.n), y(root_device, p.m + 1) {
   upload<float>(x.data(), root, p.x);
+  poison_y();
+}
+
+void RootVectors::poison_y() const {
   const course::DeviceGuard on(root);
   course::poison_device(y.data(), y.bytes());
 }
 
 std::vector<float> RootVectors::result() const {
   return read_back(y.data(), root, y.size());
+}
+
+void poison_workers(const lesson05::DistributedMatrix& A) {
+  for (const lesson05::Worker& w : A.workers) {
+    const course::DeviceGuard on(w.device);
+    course::poison_device(w.x.data(), w.x.bytes());
+    course::poison_device(w.y.data(), w.y.bytes());
+  }
+  if (A.partials.size() == 0) return;
+  const course::DeviceGuard on(A.root);
+  course::poison_device(A.partials.data(), A.partials.bytes());
+}
+
+HeldOutcome check_others_finish_while_held(cudaStream_t held, const std::string& held_worker, const std::string& what,
+                                           const std::function<void()>& call,
+                                           const std::function<bool()>& others_done) {
+  const HeldOutcome outcome =
+      run_with_stream_held(held, what + " with " + held_worker + " held back", call, others_done);
+  INFO(what << ": " << outcome.describe(held_worker));
+  CHECK(outcome.others_finished);
+  INFO(what << " returned while " << held_worker << "'s stream was held: it must return only when y is complete, "
+            << "so " << held_worker << "'s work belongs on that stream and the call waits for it");
+  CHECK_FALSE(outcome.call_returned_early);
+  return outcome;
+}
+
+void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, const float* y, int device,
+                           const std::string& what, const std::function<void()>& call) {
+  const std::vector<course::Range> parts = course::split_ranges(p.m, workers);
+  Peeker peek(device, p.m * sizeof(float));  // made before the gate closes
+  check_others_finish_while_held(held, "worker 0", what, call, [&] {
+    const std::vector<float> got = peek.values(y, p.m);
+    for (int k = 1; k < workers; ++k)
+      if (!rows_right(p, got, parts[k])) return false;
+    return true;
+  });
+}
+
+ThreeWorkers::ThreeWorkers(std::uint64_t salt)
+    : gpus(require_gpus(1)), devices(workers_on(3, gpus)), p(make_problem(3000, 1000, salt)), io(gpus - 1, p) {}
+
+void check_row_split_while_held(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
+                                const std::string& name, const std::function<void()>& multiply) {
+  within_limit(name, multiply);  // ungated first: loads every kernel it launches
+  three.io.poison_y();
+  poison_workers(A);
+  const auto K = static_cast<int>(A.workers.size());
+  check_rows_while_held(three.p, K, A.workers.at(0).stream, three.io.y.data(), three.io.root,
+                        name + " on " + describe(three.devices), multiply);
+  check_y(three.p, three.io.result(), name + " once worker 0 was let go", course::split_ranges(three.p.m, K));
 }
 
 std::vector<int> workers_on(int k, int gpus) {

@@ -37,7 +37,11 @@ void launch_gemv(const float* W, const float* x, float* y, std::size_t m, std::s
 
 enum class Split { rows, columns };
 
-// One worker of a split product: a device (other workers may share it) and what lives there.
+// One worker of a split product: a device (other workers may share it) and what lives there. It
+// has no default constructor (course::Stream has none): build it whole, members in order, as
+//     Worker{device, rows, cols, course::DeviceBuffer<float>(device, count_W), ... x ..., ... y ...,
+//            course::Stream(device)}
+// and move it into the vector (workers.push_back(std::move(worker))).
 struct Worker {
   int device = -1;
   course::Range rows;             // the rows of W this worker holds
@@ -91,10 +95,11 @@ DistributedMatrix distribute_columns(std::span<const int> devices, int root, con
 // own stream and at the same time as the others: copies x[cols] from the root device into its x,
 // multiplies its block into its partial y (m floats; all zeros for a worker without columns), and
 // copies that partial to the root device, into A.partials. On the root device, once every partial
-// has arrived (events, not a host wait per worker), a kernel sums them: y[i] = sum over workers of
-// partial_k[i]. Returns when y is complete; afterwards each worker's y holds its partial y. The
-// caller's current device is the same afterwards. Throws std::invalid_argument, before any CUDA
-// call, when A is not a column split, or x or y is nullptr where it is needed.
+// has arrived (events, not a host wait per worker), a kernel on A.root_stream sums them: y[i] = sum
+// over workers of partial_k[i]; that kernel is enqueued before the host waits for anything.
+// Returns when y is complete; afterwards each worker's y holds its partial y. The caller's current
+// device is the same afterwards. Throws std::invalid_argument, before any CUDA call, when A is not
+// a column split, or x or y is nullptr where it is needed.
 void multiply_columns(DistributedMatrix& A, const float* x, float* y);
 
 // ---- Task 4: one cuBLAS handle per worker -------------------------------------------------------
