@@ -108,10 +108,10 @@ std::function<bool()> others_hold_their_sums(const SplitWorkspace& workspace, co
 
 std::string held_message(const HeldOutcome& outcome, const std::string& held_worker) {
   std::string message = outcome.describe(held_worker);
-  if (outcome.watcher_stalled)
+  if (!outcome.others_finished)
     message +=
-        ". In this lesson: worker k's partial goes to workspace.host_partials[k] and the on_device total to "
-        "workspace.host_total[0], both pinned";
+        ". Copies to the host go into pinned memory, enqueued on a stream and waited for once at the end: worker k's "
+        "partial into workspace.host_partials[k], the on_device total into workspace.host_total[0]";
   return message;
 }
 

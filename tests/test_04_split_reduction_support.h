@@ -64,8 +64,8 @@ std::vector<int> repeated(int device, int workers);
 std::function<bool()> others_hold_their_sums(const lesson04::SplitWorkspace& workspace,
                                              const std::vector<float>& values, std::size_t n, int held);
 
-// outcome.describe(held_worker), and where the code under test should have put what it copies to
-// the host when the watch was stalled.
+// outcome.describe(held_worker), and, when the other workers were not seen to finish, where the
+// code under test puts what it copies to the host (pinned memory of the workspace).
 std::string held_message(const HeldOutcome& outcome, const std::string& held_worker);
 
 inline constexpr auto kGateLimit = std::chrono::seconds(100);
