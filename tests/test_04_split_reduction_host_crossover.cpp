@@ -240,7 +240,7 @@ TEST_CASE("the timing table has a row per size with min <= median <= max and the
   CHECK(report.rows.back().one.median_ms > report.rows.front().one.median_ms);
 }
 
-TEST_CASE("with one worker on both sides both columns time only the call, as the test's own timing does",
+TEST_CASE("with one worker on both sides both columns time only the call as the test's own timing does",
           "[04-split-reduction][task:4][gpus:1][points:2][timing]") {
   require_gpus(1);
   // The same device as the one worker and as the split: both columns time the same call, and so
