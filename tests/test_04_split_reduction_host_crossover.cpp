@@ -26,6 +26,7 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/workers.h"
 #include "common/timer.h"
 #include "split_reduction.h"
 #include "test_04_split_reduction_support.h"
@@ -81,6 +82,27 @@ TEST_CASE("the sum of pinned host data is exact for 1 to 4 workers every uneven 
   SplitWorkspace workspace(repeated(0, 2), kDefaultChunkElements);  // full chunks and a tail
   INFO("2 workers, default chunks, n = " << values.size());
   CHECK(sum_from_host(workspace, host.data(), values.size()) == exact_sum(values, 0, values.size()));
+}
+
+TEST_CASE("on distinct GPUs each worker streams its range on its own device and the caller keeps its device",
+          "[04-split-reduction][task:3][gpus:2][points:1]") {
+  const int count = require_gpus(2);
+  course::testing::set_peer_access_by_runtime(false);  // a kernel that reads another GPU's chunk buffer faults
+  const std::vector<std::size_t> sizes = {1, 8003, 123457};
+  const std::vector<float> values = course::random_small_integers(sizes.back(), case_seed(320));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  for (const std::vector<int>& devices : course::testing::distinct_gpu_lists(count)) {
+    SplitWorkspace workspace(devices, 1000);
+    for (const std::size_t n : sizes) {
+      poison_results(workspace);
+      CUDA_CHECK(cudaSetDevice(count - 1));  // the last worker of {count-1, 0, count-1, 0} is on GPU 0
+      INFO("workers " << course::testing::show(devices) << ", chunks of 1000 floats, n = " << n
+                      << ", the caller on GPU " << count - 1);
+      CHECK(sum_from_host(workspace, host.data(), n) == exact_sum(values, 0, n));
+      CHECK(current_device() == count - 1);
+      check_slots(workspace, values, n, false);
+    }
+  }
 }
 
 TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
