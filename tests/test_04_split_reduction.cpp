@@ -3,27 +3,28 @@
 //
 // Lesson 04 tests, task 1: the reduction on one GPU. Inputs are small integers stored as floats
 // wherever a sum can be checked exactly (every order of addition gives the same double), random
-// floats in [0, 1) for the accuracy clause; every slot a result lands in is poisoned first, and
-// the data sits between poisoned floats, so a lost, doubled or out-of-range element shows up as a
-// wrong sum or a NaN. That enqueue_sum returns at once is checked with a "gate" (a host function
-// that holds a stream until the test opens it), never with timing; the only timed fact is a ratio
-// with a wide margin. Tasks 2 (the split) and 3-4 (from host memory, the crossover) are in
+// floats in [0, 1) and 2^30 copies of 0.1f (not an integer: every addition in float rounds) for
+// the accuracy clause; every slot a result lands in is poisoned first, and the data sits between
+// poisoned floats, so a lost, doubled or out-of-range element shows up as a wrong sum or a NaN.
+// That enqueue_sum returns at once is checked with a "gate" (a host function that holds a stream
+// until the test opens it; common/testing/held_stream.h), never with timing; the only timed fact
+// is a ratio with a wide margin. Tasks 2 (the split) and 3-4 (from host memory, the crossover) are in
 // test_04_split_reduction_split.cpp and test_04_split_reduction_host_crossover.cpp.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
-#include <future>
 #include <vector>
 
 #include "common/buffers.h"
 #include "common/check.h"
+#include "common/device_guard.h"
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
-#include "common/testing/stream_gate.h"
 #include "common/timer.h"
 #include "split_reduction.h"
 #include "test_04_split_reduction_support.h"
@@ -69,6 +70,32 @@ TEST_CASE("2^28 random floats in [0, 1) sum to within 1e-6 of a double-precision
   CHECK(std::abs(got - reference) <= 1e-6 * reference);
 }
 
+TEST_CASE("2^30 copies of 0.1f sum to within 1e-6 of n times 0.1f", "[04-split-reduction][task:1][gpus:1][points:2]") {
+  require_gpus(1);
+  // 0.1f is no small integer: a float running sum rounds at every addition, and with one value
+  // everywhere the roundings do not cancel. 2^30 floats give each thread of a full grid hundreds
+  // of groups of 16, enough for a float accumulator kept across them to break the bound.
+  const std::size_t n = std::size_t{1} << 30;  // 4 GiB
+  const std::size_t needed = n * sizeof(float) + (std::size_t{256} << 20);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  {
+    const course::DeviceGuard on_0(0);
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  }
+  if (free_bytes < needed)
+    SKIP("needs " << (needed >> 20) << " MiB of free memory on GPU 0 for 2^30 floats, found " << (free_bytes >> 20)
+                  << " MiB");
+  const course::DeviceBuffer<float> data(0, n);
+  course::testing::fill_device(data.data(), 0, n, 0.1f);
+  // Every element is the same positive float: the exact sum, and the sum of magnitudes, is n times it.
+  const double exact = static_cast<double>(n) * static_cast<double>(0.1f);
+  const double got = sum_on_device(0, data.data(), n);
+  INFO("got " << got << ", exact " << exact << ", relative error " << std::abs(got - exact) / exact
+              << " (the contract allows 1e-6: add at most 16 floats in float, then carry every running sum in "
+                 "double, a thread's sum across the iterations of its loop too)");
+  CHECK(std::abs(got - exact) <= 1e-6 * exact);
+}
+
 TEST_CASE("enqueue_sum returns at once then writes or adds its sum in stream order and n = 0 writes 0",
           "[04-split-reduction][task:1][gpus:1][points:1]") {
   require_gpus(1);
@@ -80,16 +107,19 @@ TEST_CASE("enqueue_sum returns at once then writes or adds its sum in stream ord
   enqueue_sum(first, 1000, partials.data(), sum.data(), false, stream);  // loads the kernels: see kGateHint
   stream.synchronize();
   poison(0, sum.data(), sum.bytes());
-  run_with_watchdog("enqueue_sum behind a held stream", kGateLimit, kGateHint, [&] {
-    StreamGate gate(stream);
-    auto call =
-        std::async(std::launch::async, [&] { enqueue_sum(first, 100003, partials.data(), sum.data(), false, stream); });
-    const bool returned = call.wait_for(10s) == std::future_status::ready;
-    gate.open();
-    call.get();
-    INFO("enqueue_sum must enqueue and return: it waited for its stream");
-    CHECK(returned);
-  });
+  poison(0, partials.data(), partials.bytes());
+  std::atomic<bool> returned{false};
+  const HeldOutcome outcome = run_with_stream_held(
+      stream, "enqueue_sum behind a held stream",
+      [&] {
+        enqueue_sum(first, 100003, partials.data(), sum.data(), false, stream);
+        returned = true;
+      },
+      [&] { return returned.load(); }, 10s);
+  INFO("enqueue_sum must enqueue and return: " << (outcome.call_returned_early
+                                                       ? "it returned while its stream was held"
+                                                       : "it waited for its stream, held for 10 s"));
+  CHECK(outcome.call_returned_early);
   stream.synchronize();
   CHECK(read_double(sum.data()) == exact_sum(values, 0, 100003));
   enqueue_sum(first + 3, 1000, partials.data(), sum.data(), true, stream);  // accumulate

@@ -4,11 +4,15 @@
 // Lesson 04 tests, tasks 3 and 4: sum_from_host over pinned host memory in chunks, exact for
 // every uneven size, with reductions slowed down on purpose (a host function on the stream) so
 // that a buffer refilled too early shows as a wrong sum and copies that do not overlap the
-// reductions show as a ratio with a wide margin; then the crossover, from made-up timing rows
-// without a GPU and from a real measurement's table.
+// reductions show as a ratio with a wide margin; with one worker's reductions, or its copies,
+// held by a gate (common/testing/held_stream.h) so that workers that take turns, or a chunk
+// reduced before it arrived, show on one GPU; then the crossover, from made-up timing rows
+// without a GPU and from a real measurement's table, and the measurement held against the test's
+// own timing of the same call.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cstddef>
@@ -20,7 +24,9 @@
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/random.h"
+#include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/workers.h"
 #include "common/timer.h"
 #include "split_reduction.h"
 #include "test_04_split_reduction_support.h"
@@ -78,6 +84,27 @@ TEST_CASE("the sum of pinned host data is exact for 1 to 4 workers every uneven 
   CHECK(sum_from_host(workspace, host.data(), values.size()) == exact_sum(values, 0, values.size()));
 }
 
+TEST_CASE("on distinct GPUs each worker streams its range on its own device and the caller keeps its device",
+          "[04-split-reduction][task:3][gpus:2][points:1]") {
+  const int count = require_gpus(2);
+  course::testing::set_peer_access_by_runtime(false);  // a kernel that reads another GPU's chunk buffer faults
+  const std::vector<std::size_t> sizes = {1, 8003, 123457};
+  const std::vector<float> values = course::random_small_integers(sizes.back(), case_seed(320));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  for (const std::vector<int>& devices : course::testing::distinct_gpu_lists(count)) {
+    SplitWorkspace workspace(devices, 1000);
+    for (const std::size_t n : sizes) {
+      poison_results(workspace);
+      CUDA_CHECK(cudaSetDevice(count - 1));  // the last worker of {count-1, 0, count-1, 0} is on GPU 0
+      INFO("workers " << course::testing::show(devices) << ", chunks of 1000 floats, n = " << n
+                      << ", the caller on GPU " << count - 1);
+      CHECK(sum_from_host(workspace, host.data(), n) == exact_sum(values, 0, n));
+      CHECK(current_device() == count - 1);
+      check_slots(workspace, values, n, false);
+    }
+  }
+}
+
 TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
           "[04-split-reduction][task:3][gpus:1][points:2]") {
   require_gpus(1);
@@ -92,6 +119,48 @@ TEST_CASE("a chunk buffer is refilled only after its chunk has been reduced",
   INFO(
       "each chunk's reduction starts 2 ms late; a wrong sum means a buffer was overwritten by chunk c+2 "
       "before chunk c was reduced");
+  CHECK(got == exact_sum(values, 0, n));
+}
+
+TEST_CASE("every worker streams its range from host memory at the same time as the others",
+          "[04-split-reduction][task:3][gpus:1][points:2][overlap]") {
+  require_gpus(1);
+  const std::size_t chunk = 4096, n = 3 * 5 * chunk + 11;  // 5 chunks and a bit per worker
+  const std::vector<float> values = course::random_small_integers(n, case_seed(330));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace workspace(repeated(0, 3), chunk);
+  (void)sum_from_host(workspace, host.data(), n);  // loads every kernel it uses, ungated
+  poison_results(workspace);
+  double got = 0;
+  const HeldOutcome outcome = run_with_stream_held(
+      workspace.workers[0].stream, "sum_from_host with worker 0's reductions held back",
+      [&] { got = sum_from_host(workspace, host.data(), n); }, others_hold_their_sums(workspace, values, n, 0));
+  INFO(held_message(outcome, "worker 0's reduction stream"));
+  CHECK(outcome.others_finished);
+  CHECK(got == exact_sum(values, 0, n));
+}
+
+TEST_CASE("a chunk is reduced only after its copy has arrived", "[04-split-reduction][task:3][gpus:1][points:2]") {
+  require_gpus(1);
+  const std::size_t chunk = 4096, n = 5 * chunk + 3;
+  const std::vector<float> values = course::random_small_integers(n, case_seed(340));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace workspace(repeated(0, 1), chunk);
+  (void)sum_from_host(workspace, host.data(), n);  // loads every kernel it uses, ungated
+  poison_results(workspace);                       // the chunk buffers too: a chunk read too early is NaN
+  const Worker& w = workspace.workers[0];
+  Peeker peeker(w.device, sizeof(double));
+  double got = 0;
+  // The watch: has a reduction written the worker's sum slot while no copy could run?
+  const HeldOutcome outcome = run_with_stream_held(
+      w.copy_stream, "sum_from_host with its copies held back", [&] { got = sum_from_host(workspace, host.data(), n); },
+      [&] { return !course::is_poisoned(peeker.value(w.sum.data())); }, 500ms);
+  INFO("while the worker's copy_stream was held for half a second, "
+       << (outcome.others_finished ? "a reduction wrote its sum slot: it read a chunk buffer before the chunk's copy "
+                                     "arrived (stream waits for chunk_copied, recorded on copy_stream after the copy)"
+                                   : "nothing was reduced")
+       << "; the total was " << got << ", the exact sum " << exact_sum(values, 0, n));
+  CHECK_FALSE(outcome.others_finished);
   CHECK(got == exact_sum(values, 0, n));
 }
 
@@ -191,4 +260,38 @@ TEST_CASE("the timing table has a row per size with min <= median <= max and the
   INFO("one worker: " << report.rows.front().one.median_ms << " ms for 2^10 floats, "
                       << report.rows.back().one.median_ms << " ms for 2^26: the times must come from the calls");
   CHECK(report.rows.back().one.median_ms > report.rows.front().one.median_ms);
+}
+
+TEST_CASE("with one worker on both sides both columns time only the call as the test's own timing does",
+          "[04-split-reduction][task:4][gpus:1][points:2][timing]") {
+  require_gpus(1);
+  // The same device as the one worker and as the split: both columns time the same call, and so
+  // does the test, on a workspace and data made beforehand. A workspace or data made inside the
+  // timed call (hundreds of microseconds of allocation) multiplies a column; a wrong unit divides
+  // or multiplies it by 1000. Ratios with a wide margin, never absolute times.
+  constexpr double kMargin = 3;
+  const std::vector<int> device = {0};
+  const std::vector<std::size_t> sizes = {1 << 10, 1 << 16, 1 << 20};
+  SplitWorkspace workspace(device, 1);
+  const course::DeviceBuffer<float> data(0, sizes.back());
+  course::testing::fill_device(data.data(), 0, sizes.back(), 1.0f);
+  const std::vector<const float*> slice = {data.data()};
+  std::vector<course::Timing> own;
+  for (const std::size_t n : sizes)
+    own.push_back(course::measure_host([&] { (void)sum_resident(workspace, slice, n); }, 3, 21));
+  const CrossoverReport report = measure_crossover(device, sizes, MeasureOptions{3, 21, Combine::on_host});
+  REQUIRE(report.rows.size() == sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const SizeTiming& r = report.rows[i];
+    INFO("n = " << r.n << ": median of 21 calls, one worker " << r.one.median_ms << " ms, split " << r.split.median_ms
+                << " ms, the test's own timing of the same call " << own[i].median_ms << " ms. Each must be within "
+                << kMargin
+                << "x of the others: allocate the workspaces and the data, and fill the data, before any timing; "
+                   "time one call of sum_resident with the host clock, in milliseconds");
+    CHECK(r.one.median_ms <= kMargin * own[i].median_ms);
+    CHECK(r.split.median_ms <= kMargin * own[i].median_ms);
+    CHECK(r.one.median_ms >= own[i].median_ms / kMargin);
+    CHECK(r.split.median_ms >= own[i].median_ms / kMargin);
+    CHECK(std::max(r.one.median_ms, r.split.median_ms) <= kMargin * std::min(r.one.median_ms, r.split.median_ms));
+  }
 }

@@ -5,16 +5,16 @@
 // Every slice sits between poisoned floats and every result slot is poisoned before the call, for
 // 1 to 4 workers on one GPU, every GPU count, and sizes that do not split evenly. Order (launch
 // every worker before waiting, the total after the last partial) is checked with a "gate" (a host
-// function that holds a stream until the test opens it), never with timing; the only timed fact
-// is a ratio with a wide margin.
+// function that holds a stream until the test opens it) and a watch that reads device memory
+// through pinned memory on a stream of its own (common/testing/held_stream.h), never with timing;
+// the only timed fact is a ratio with a wide margin.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cstddef>
-#include <future>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "common/buffers.h"
@@ -24,7 +24,6 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
-#include "common/testing/stream_gate.h"
 #include "common/timer.h"
 #include "split_reduction.h"
 #include "test_04_split_reduction_support.h"
@@ -121,27 +120,13 @@ TEST_CASE("every worker's reduction is launched before the call waits for any of
   for (const Combine combine : {Combine::on_host, Combine::on_device}) {
     (void)sum_resident(workspace, slices.pointers, n, combine);  // loads every kernel it uses, ungated
     poison_results(workspace);
-    bool others_ran = false;
     double got = 0;
-    run_with_watchdog("sum_resident with worker 0 held back", kGateLimit, kGateHint, [&] {
-      StreamGate gate(workspace.workers[0].stream);  // worker 0 cannot start until the gate opens
-      auto call = std::async(std::launch::async, [&] { return sum_resident(workspace, slices.pointers, n, combine); });
-      const auto deadline = std::chrono::steady_clock::now() + 5s;
-      while (!others_ran && std::chrono::steady_clock::now() < deadline) {
-        others_ran = true;
-        for (int k = 1; k < 3; ++k) {
-          const course::Range range = course::split_range(n, 3, k);
-          others_ran =
-              others_ran && read_double(workspace.workers[k].sum.data()) == exact_sum(values, range.begin, range.end);
-        }
-        if (!others_ran) std::this_thread::sleep_for(5ms);
-      }
-      gate.open();
-      got = call.get();
-    });
-    INFO("combine " << to_string(combine) << ": while worker 0's stream was held, workers 1 and 2 "
-                    << (others_ran ? "finished" : "never ran: the call waits for each worker inside the launch loop"));
-    CHECK(others_ran);
+    const HeldOutcome outcome = run_with_stream_held(
+        workspace.workers[0].stream, "sum_resident with worker 0 held back",
+        [&] { got = sum_resident(workspace, slices.pointers, n, combine); },
+        others_hold_their_sums(workspace, values, n, 0));
+    INFO("combine " << to_string(combine) << ": " << held_message(outcome, "worker 0's stream"));
+    CHECK(outcome.others_finished);
     CHECK(got == exact_sum(values, 0, n));
   }
 }
@@ -155,20 +140,22 @@ TEST_CASE("the total waits for the last worker's partial", "[04-split-reduction]
   for (const Combine combine : {Combine::on_host, Combine::on_device}) {
     (void)sum_resident(workspace, slices.pointers, n, combine);  // loads every kernel it uses, ungated
     poison_results(workspace);
-    bool returned_early = false;
     double got = 0;
-    run_with_watchdog("sum_resident with the last worker held back", kGateLimit, kGateHint, [&] {
-      StreamGate gate(workspace.workers[2].stream);
-      auto call = std::async(std::launch::async, [&] { return sum_resident(workspace, slices.pointers, n, combine); });
-      returned_early = call.wait_for(300ms) == std::future_status::ready;
-      gate.open();
-      got = call.get();
-    });
+    std::atomic<bool> returned{false};
+    // The watch is whether the call has returned: it must not, for the whole second the gate is closed.
+    const HeldOutcome outcome = run_with_stream_held(
+        workspace.workers[2].stream, "sum_resident with the last worker held back",
+        [&] {
+          got = sum_resident(workspace, slices.pointers, n, combine);
+          returned = true;
+        },
+        [&] { return returned.load(); }, 1s);
     INFO("combine " << to_string(combine) << ": the call "
-                    << (returned_early ? "returned while worker 2's reduction was held back: a partial was read before "
-                                         "its reduction ran (a copy on another stream, or a missing event wait)"
-                                       : "waited for worker 2"));
-    CHECK_FALSE(returned_early);
+                    << (outcome.call_returned_early
+                            ? "returned while worker 2's reduction was held back: a partial was read before its "
+                              "reduction ran (a copy on another stream, or a missing event wait)"
+                            : "waited for worker 2"));
+    CHECK_FALSE(outcome.call_returned_early);
     CHECK(got == exact_sum(values, 0, n));
   }
 }
@@ -194,6 +181,7 @@ TEST_CASE("slice lists that do not fit the workers are rejected", "[04-split-red
   const std::vector<const float*> empty_null = {data.data(), data.data(), nullptr};
   CHECK_THROWS_AS(sum_resident(workspace, two, 10), std::invalid_argument);
   CHECK_THROWS_AS(sum_resident(workspace, with_null, 10), std::invalid_argument);
+  poison_results(workspace);  // n = 0 still writes 0 to every worker's slot: a fresh one may read as 0
   CHECK(sum_resident(workspace, empty_null, 0) == 0.0);  // an empty slice may be nullptr
 }
 

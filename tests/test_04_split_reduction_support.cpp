@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <limits>
+#include <memory>
 #include <span>
 
 #include "common/check.h"
@@ -54,10 +55,15 @@ course::DeviceBuffer<float> guarded_copy(int device, const std::vector<float>& v
 }
 
 void poison_results(SplitWorkspace& workspace) {
-  for (Worker& w : workspace.workers) poison(w.device, w.sum.data(), w.sum.bytes());
+  for (Worker& w : workspace.workers) {
+    poison(w.device, w.sum.data(), w.sum.bytes());
+    poison(w.device, w.partials.data(), w.partials.bytes());
+    for (const course::DeviceBuffer<float>& chunk : w.chunks) poison(w.device, chunk.data(), chunk.bytes());
+  }
   poison(workspace.workers[0].device, workspace.gathered.data(), workspace.gathered.bytes());
   poison(workspace.workers[0].device, workspace.total.data(), workspace.total.bytes());
   std::fill(workspace.host_partials.data(), workspace.host_partials.data() + workspace.host_partials.size(), kNaN);
+  workspace.host_total[0] = kNaN;
 }
 
 void check_slots(const SplitWorkspace& workspace, const std::vector<float>& values, std::size_t n, bool on_device) {
@@ -75,6 +81,38 @@ void check_slots(const SplitWorkspace& workspace, const std::vector<float>& valu
 
 std::vector<int> repeated(int device, int workers) {
   return std::vector<int>(static_cast<std::size_t>(workers), device);
+}
+
+std::function<bool()> others_hold_their_sums(const SplitWorkspace& workspace, const std::vector<float>& values,
+                                             std::size_t n, int held) {
+  struct Watched {
+    std::shared_ptr<Peeker> peeker;
+    const double* slot;
+    double sum;
+  };
+  std::vector<Watched> watched;
+  const int workers = static_cast<int>(workspace.workers.size());
+  for (int k = 0; k < workers; ++k) {
+    if (k == held) continue;
+    const Worker& w = workspace.workers[k];
+    const course::Range range = course::split_range(n, workers, k);
+    watched.push_back(
+        {std::make_shared<Peeker>(w.device, sizeof(double)), w.sum.data(), exact_sum(values, range.begin, range.end)});
+  }
+  return [watched] {
+    for (const Watched& w : watched)
+      if (w.peeker->value(w.slot) != w.sum) return false;
+    return true;
+  };
+}
+
+std::string held_message(const HeldOutcome& outcome, const std::string& held_worker) {
+  std::string message = outcome.describe(held_worker);
+  if (!outcome.others_finished)
+    message +=
+        ". Copies to the host go into pinned memory, enqueued on a stream and waited for once at the end: worker k's "
+        "partial into workspace.host_partials[k], the on_device total into workspace.host_total[0]";
+  return message;
 }
 
 }  // namespace lesson04_tests

@@ -3,17 +3,20 @@
 //
 // What more than one of lesson 04's test files needs: exact reference sums of small integers,
 // buffers placed between poisoned floats, results poisoned before a call and checked slot by
-// slot after it, and the watchdog's limit and hint for calls made while a stream is held by a
-// gate. Each file's own helpers stay in its anonymous namespace.
+// slot after it, the watch of the workers' sum slots while one worker's stream is held by a gate
+// (common/testing/held_stream.h), and the watchdog's limit and hint for calls that may hang. Each
+// file's own helpers stay in its anonymous namespace.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "common/buffers.h"
 #include "common/testing/gpu_test.h"
-#include "common/testing/stream_gate.h"
+#include "common/testing/held_stream.h"
 #include "split_reduction.h"
 
 namespace lesson04_tests {
@@ -21,9 +24,11 @@ namespace lesson04_tests {
 // The course's test helpers every file of these tests uses, named once here.
 using course::testing::case_seed;
 using course::testing::current_device;
+using course::testing::HeldOutcome;
+using course::testing::Peeker;
 using course::testing::require_gpus;
+using course::testing::run_with_stream_held;
 using course::testing::run_with_watchdog;
-using course::testing::StreamGate;
 using namespace std::chrono_literals;
 
 inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after every slice (keeps 16-byte alignment)
@@ -41,8 +46,9 @@ void poison(int device, void* ptr, std::size_t bytes);
 course::DeviceBuffer<float> guarded_copy(int device, const std::vector<float>& values, std::size_t first,
                                          std::size_t count, std::size_t misalign = 0);
 
-// Poisons every slot a result of `workspace` lands in: each worker's sum, the gathered partials,
-// the total and the host partials.
+// Poisons everything the code under test writes in `workspace`: each worker's sum slot, its
+// partials scratch and its two chunk buffers, the gathered partials, the total, the host partials
+// and the host total.
 void poison_results(lesson04::SplitWorkspace& workspace);
 
 // Every worker's sum slot holds its slice's sum; on_device also gathers them and their total.
@@ -51,6 +57,16 @@ void check_slots(const lesson04::SplitWorkspace& workspace, const std::vector<fl
 
 // `workers` workers on the one GPU `device`.
 std::vector<int> repeated(int device, int workers);
+
+// The watch of run_with_stream_held for a split sum of values[0, n) with worker `held` held back:
+// whether every other worker's sum slot holds its slice's sum, read through Peekers (pinned
+// memory, a stream of their own) made here, before the gate closes.
+std::function<bool()> others_hold_their_sums(const lesson04::SplitWorkspace& workspace,
+                                             const std::vector<float>& values, std::size_t n, int held);
+
+// outcome.describe(held_worker), and, when the other workers were not seen to finish, where the
+// code under test puts what it copies to the host (pinned memory of the workspace).
+std::string held_message(const HeldOutcome& outcome, const std::string& held_worker);
 
 inline constexpr auto kGateLimit = std::chrono::seconds(100);
 inline constexpr const char* kGateHint =

@@ -3,7 +3,7 @@
 //
 // Lesson 04 benchmark: your reduction beside CUB's (cub::DeviceReduce::Sum) and beside the memory
 // bandwidth it cannot beat; your split against one GPU over sizes from 4 KB to 4 GiB, with min,
-// median and max and the crossover; the seed's case (30 million floats over three workers); and
+// median and max and the crossover; the tutorial's case (30 million floats over three workers); and
 // where the time of a small split goes: launches and waits, allocation, threads and managed-memory
 // page migration inside the timed region, each measured on its own. Ends with PASS/FAIL lines for
 // the reference solution's targets; targets that need more GPUs than this machine has print
@@ -36,7 +36,7 @@ namespace {
 using lesson04::Spread;
 
 constexpr std::size_t kGiB = std::size_t{1} << 30;
-constexpr std::size_t kSeedN = 30'000'000;  // the seed's case: 30 million floats (120 MB)
+constexpr std::size_t kTutorialN = 30'000'000;  // the tutorial's case: 30 million floats (120 MB)
 constexpr double kTargetOfCub = 0.95;
 constexpr double kTargetSpeedup2 = 1.85, kTargetSpeedup4 = 3.6;  // resident split at 4 GiB, median
 constexpr double kTargetSpread = 1.10;                           // median / min at and above the crossover
@@ -172,7 +172,7 @@ const lesson04::SizeTiming* row_of(const lesson04::CrossoverReport& r, std::size
 
 // ---- 4. where the time of a small split goes -------------------------------------------------
 
-void where_the_time_goes(const std::vector<int>& seed_devices) {
+void where_the_time_goes(const std::vector<int>& tutorial_devices) {
   std::cout << "\n== 4. Where the time of a 30-million-float split goes (each cost measured on its own, GPU 0)\n";
   const course::Stream stream(0);
   const Spread launch = time_host(
@@ -185,23 +185,23 @@ void where_the_time_goes(const std::vector<int>& seed_devices) {
   std::cout << "  launch + wait of an empty kernel, per device:      median " << fixed(launch.median_ms * 1e3, 1)
             << " us, max " << fixed(launch.max_ms * 1e3, 1) << " us\n";
 
-  const course::DeviceBuffer<float> data = filled(0, kSeedN);
+  const course::DeviceBuffer<float> data = filled(0, kTutorialN);
   const course::DeviceBuffer<double> partials(0, lesson04::kMaxBlocks), sum(0, 1);
   const course::Timing kernel = course::measure(
-      0, stream, [&] { lesson04::enqueue_sum(data.data(), kSeedN, partials.data(), sum.data(), false, stream); }, 5,
+      0, stream, [&] { lesson04::enqueue_sum(data.data(), kTutorialN, partials.data(), sum.data(), false, stream); }, 5,
       50);
   std::cout << "  your reduction of 30M floats on the GPU (events):  median " << fixed(kernel.median_ms * 1e3, 1)
             << " us\n";
   const std::vector<int> zero = {0};
   lesson04::SplitWorkspace one(zero, 1);
   const std::vector<const float*> whole = {data.data()};
-  const Spread call = time_host([&] { (void)lesson04::sum_resident(one, whole, kSeedN); }, 5, 50);
+  const Spread call = time_host([&] { (void)lesson04::sum_resident(one, whole, kTutorialN); }, 5, 50);
   std::cout << "  sum_resident on one worker, as the caller sees it: median " << fixed(call.median_ms * 1e3, 1)
             << " us, max " << fixed(call.max_ms * 1e3, 1) << " us\n";
 
   const Spread alloc = time_host(
       [&] {
-        const course::DeviceBuffer<float> b(0, kSeedN / 3);
+        const course::DeviceBuffer<float> b(0, kTutorialN / 3);
         const course::DeviceBuffer<double> p(0, lesson04::kMaxBlocks);
       },
       2, 20);
@@ -218,13 +218,13 @@ void where_the_time_goes(const std::vector<int>& seed_devices) {
 
   // Managed memory written by the host: the first GPU access migrates every page it touches.
   float* managed = nullptr;
-  CUDA_CHECK(cudaMallocManaged(&managed, kSeedN * sizeof(float)));
+  CUDA_CHECK(cudaMallocManaged(&managed, kTutorialN * sizeof(float)));
   std::vector<double> migrating, resident;
   for (int round = 0; round < 6; ++round) {
-    std::fill(managed, managed + kSeedN, 0.5f);  // the pages move to the host
+    std::fill(managed, managed + kTutorialN, 0.5f);  // the pages move to the host
     for (std::vector<double>* samples : {&migrating, &resident}) {
       const auto begin = std::chrono::steady_clock::now();
-      lesson04::enqueue_sum(managed, kSeedN, partials.data(), sum.data(), false, stream);
+      lesson04::enqueue_sum(managed, kTutorialN, partials.data(), sum.data(), false, stream);
       stream.synchronize();
       samples->push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
     }
@@ -234,16 +234,16 @@ void where_the_time_goes(const std::vector<int>& seed_devices) {
             << " ms (pages migrate), again right after: " << fixed(second.median_ms, 3) << " ms\n";
 
   // The tutorial's shape: every call starts a thread per worker, allocates, sums, copies back, frees.
-  const int k = static_cast<int>(seed_devices.size());
+  const int k = static_cast<int>(tutorial_devices.size());
   const Spread naive = time_host(
       [&] {
         std::vector<std::thread> threads;
         std::vector<double> partial(k);
         for (int w = 0; w < k; ++w)
           threads.emplace_back([&, w] {
-            const course::Range r = course::split_range(kSeedN, k, w);
-            CUDA_CHECK(cudaSetDevice(seed_devices[w]));
-            course::DeviceBuffer<double> p(seed_devices[w], lesson04::kMaxBlocks), s(seed_devices[w], 1);
+            const course::Range r = course::split_range(kTutorialN, k, w);
+            CUDA_CHECK(cudaSetDevice(tutorial_devices[w]));
+            course::DeviceBuffer<double> p(tutorial_devices[w], lesson04::kMaxBlocks), s(tutorial_devices[w], 1);
             lesson04::enqueue_sum(managed + r.begin, r.size(), p.data(), s.data(), false, nullptr);
             CUDA_CHECK(cudaMemcpy(&partial[w], s.data(), sizeof(double), cudaMemcpyDeviceToHost));
           });
@@ -283,7 +283,7 @@ int main() {
     std::cout << "\n== 2. One GPU: your kernel against cub::DeviceReduce::Sum (CUDA events, median of 20)\n"
               << "      size     CUB ms   CUB GB/s    yours ms  yours GB/s   yours/CUB   yours/copy yardstick\n";
     std::vector<std::pair<std::size_t, double>> of_cub;
-    for (const std::size_t n : {kSeedN, kGiB / 16, kGiB / 4, kGiB}) {
+    for (const std::size_t n : {kTutorialN, kGiB / 16, kGiB / 4, kGiB}) {
       const KernelFigures f = own_vs_cub(n);
       const double bytes = 4.0 * static_cast<double>(n);
       const double cub_gbs = course::gigabytes_per_second(bytes, f.cub_ms);
@@ -312,20 +312,20 @@ int main() {
       print_table(reports.back());
     }
 
-    const std::vector<int> seed_devices = count >= 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 0, 0};
-    std::cout << "\n== The seed's case: 30 million floats over 3 workers {" << seed_devices[0] << ", "
-              << seed_devices[1] << ", " << seed_devices[2] << "}" << (count >= 3 ? "" : " (one GPU, so no speed-up)")
-              << ", 200 repeats\n";
-    const std::vector<std::size_t> seed_size = {kSeedN};
-    const lesson04::CrossoverReport seed = lesson04::measure_crossover(seed_devices, seed_size, {5, 200});
-    const lesson04::SizeTiming& s = seed.rows.front();
+    const std::vector<int> tutorial_devices = count >= 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 0, 0};
+    std::cout << "\n== The tutorial's case: 30 million floats over 3 workers {" << tutorial_devices[0] << ", "
+              << tutorial_devices[1] << ", " << tutorial_devices[2] << "}"
+              << (count >= 3 ? "" : " (one GPU, so no speed-up)") << ", 200 repeats\n";
+    const std::vector<std::size_t> tutorial_size = {kTutorialN};
+    const lesson04::CrossoverReport tutorial = lesson04::measure_crossover(tutorial_devices, tutorial_size, {5, 200});
+    const lesson04::SizeTiming& s = tutorial.rows.front();
     std::cout << "  one worker: min " << fixed(s.one.min_ms, 3) << " ms, median " << fixed(s.one.median_ms, 3)
               << " ms, max " << fixed(s.one.max_ms, 3) << " ms\n  3 workers:  min " << fixed(s.split.min_ms, 3)
               << " ms, median " << fixed(s.split.median_ms, 3) << " ms, max " << fixed(s.split.max_ms, 3)
               << " ms: " << fixed(s.one.median_ms / s.split.median_ms, 2) << "x one worker at the median, "
               << fixed(s.one.min_ms / s.split.min_ms, 2) << "x at the best\n";
 
-    where_the_time_goes(seed_devices);
+    where_the_time_goes(tutorial_devices);
 
     std::cout << "\n== Targets for the reference solution (the course's H200 hosts)\n";
     for (const auto& [n, ratio] : of_cub)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 04 demo: your functions on this machine, one task after the other, on the seed's case
+// Lesson 04 demo: your functions on this machine, one task after the other, on the tutorial's case
 // (30 million floats in [0, 1)): one GPU's sum against a double-precision reference, the same sum
 // split over three workers (three GPUs where there are three, else three workers on GPU 0) with
 // both combines, from pinned host memory serial and overlapped, and a short 1-worker-vs-split
@@ -46,7 +46,7 @@ int main() {
   std::cout << "Lesson 04 demo: a split reduction. " << count << " GPU" << (count == 1 ? "" : "s") << " visible.\n";
   if (count == 0) return 0;
 
-  const std::size_t n = 30'000'000;  // the seed's case
+  const std::size_t n = 30'000'000;  // the tutorial's case
   std::vector<float> values(n);
   std::mt19937_64 engine(2026);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);

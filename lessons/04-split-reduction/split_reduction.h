@@ -83,6 +83,7 @@ struct SplitWorkspace {
   course::DeviceBuffer<double> gathered;       // one double per worker, on workers[0].device
   course::DeviceBuffer<double> total;          // 1 double on workers[0].device
   course::PinnedBuffer<double> host_partials;  // one double per worker, pinned host memory
+  course::PinnedBuffer<double> host_total;     // 1 double, pinned host memory: on_device's total comes back here
 };
 
 // ---- Task 2: split, launch everywhere, then wait ----------------------------------------------
@@ -107,7 +108,9 @@ inline const char* to_string(Combine combine) {
 //  - on_device: worker k's partial is copied into workspace.gathered[k] (on workers[0]'s device:
 //    cudaMemcpyPeerAsync, which needs no peer access) once its reduction is done (an event, a
 //    stream wait); a kernel on workers[0]'s device then adds gathered[0 .. W), in double, into
-//    workspace.total, and that one double is copied to the host.
+//    workspace.total, and that one double is copied to workspace.host_total[0] (pinned) on
+//    workers[0]'s stream. Not into a local double: a copy into pageable memory returns only when
+//    its stream reaches it, and while it waits, other threads' copies into pageable memory wait too.
 // Returns the total. Enables no peer access: a kernel reads only memory of its own device. Leaves
 // the caller's current device as it was. Throws std::invalid_argument, before any CUDA call, when
 // slices.size() != W or a non-empty slice is nullptr.

@@ -39,6 +39,7 @@ SplitWorkspace::SplitWorkspace(std::span<const int> devices, std::size_t chunk_e
   gathered = course::DeviceBuffer<double>(workers.front().device, workers.size());
   total = course::DeviceBuffer<double>(workers.front().device, 1);
   host_partials = course::PinnedBuffer<double>(workers.size());
+  host_total = course::PinnedBuffer<double>(1);
 }
 
 }  // namespace lesson04

@@ -178,10 +178,10 @@ double combine_on_device(SplitWorkspace& workspace) {
   add_doubles<<<1, kThreads, 0, first.stream>>>(workspace.gathered.data(), workspace.workers.size(),
                                                 workspace.total.data(), false);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpyAsync(&workspace.host_partials[0], workspace.total.data(), sizeof(double),
+  CUDA_CHECK(cudaMemcpyAsync(workspace.host_total.data(), workspace.total.data(), sizeof(double),
                              cudaMemcpyDeviceToHost, first.stream));
   first.stream.synchronize();
-  return workspace.host_partials[0];
+  return workspace.host_total[0];
 }
 
 }  // namespace

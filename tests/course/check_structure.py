@@ -172,6 +172,22 @@ def check_lesson(root, lesson, table):
     if re.search(r"TODO\(task \d", solution_text) or 'NOT_IMPLEMENTED("' in solution_text:
         problems.append(f"{name}: the solution still has a TODO(task N) or NOT_IMPLEMENTED")
     problems += [f"{name}: {p}" for p in differences_outside_todo(starter_text.splitlines(), solution_text.splitlines())]
+    return problems + check_variants(root, lesson, table)
+
+
+def check_variants(root, lesson, table):
+    """Every stored variant of the solution (tests/wrong/NN-name/*.wrong, a mistake; *.right, a
+    correct answer written differently) is listed in the lesson's 'wrong' or 'right' list, and
+    every listed one is there: a variant the table leaves out is never built nor checked."""
+    name = lesson.name
+    listed = set(re.findall(r"'([^'/]+\.(?:wrong|right))'", lesson_entry(lesson, table)))
+    folder = root / "tests" / "wrong" / name
+    stored = {p.name for p in folder.iterdir() if p.suffix in (".wrong", ".right")} if folder.is_dir() else set()
+    problems = [f"{name}: tests/wrong/{name}/{file} is in no 'wrong' or 'right' list of tests/meson.build: it is "
+                "never built nor checked" for file in sorted(stored - listed)]
+    if folder.is_dir():  # the student edition has neither the folder nor the lists
+        problems += [f"{name}: tests/meson.build lists {file}, which is not in tests/wrong/{name}/"
+                     for file in sorted(listed - stored)]
     return problems
 
 

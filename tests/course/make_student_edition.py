@@ -4,7 +4,7 @@
 #
 # Writes the student edition of the course: what a class is handed out. It leaves out the
 # reference solutions and everything that reads as a list of hints or needs the solutions
-# (the known-wrong variants, the lesson table's 'wrong' lists, the course's own checks, CI),
+# (the known-wrong and stored correct variants, the lesson table's 'wrong' and 'right' lists, the course's own checks, CI),
 # and removes the text marked instructor-only from the READMEs and build files. The edition
 # configures, builds, tests and grades with the README's commands; instructors keep the full
 # repository and grade with it.
@@ -25,7 +25,7 @@ Markers (README.md files, meson.build, meson.options, C++/CUDA sources):
     # instructor-only / # /instructor-only      meson files: the lines between are removed
     // instructor-only // /instructor-only      C++/CUDA sources: the same
 
-and in tests/meson.build every lesson's 'wrong': [...] entry is removed.
+and in tests/meson.build every lesson's 'wrong': [...] and 'right': [...] entry is removed.
 
 Exit status 0 written; 1 a marker is unbalanced, a 'wrong' list cannot be read, or (with
 --strict) a file of the edition still names a program or folder the edition lacks
@@ -66,14 +66,14 @@ MD_REVEAL = re.compile(r"^[ \t]*<!-- student-edition[ \t]*\n(.*?)^[ \t]*-->[ \t]
 MD_MARKER = re.compile(r"<!--[ \t]*/?instructor-only|<!--[ \t]*student-edition")
 LINE_MARKERS = {"#": ("# instructor-only", "# /instructor-only"),
                 "//": ("// instructor-only", "// /instructor-only")}
-WRONG_KEY = re.compile(r"^[ \t]*'wrong'[ \t]*:[ \t]*\[", re.M)
+WRONG_KEY = re.compile(r"^[ \t]*'(?:wrong|right)'[ \t]*:[ \t]*\[", re.M)  # the mistakes, the correct variants
 SOURCE_SUFFIXES = {".cpp", ".cu", ".h", ".cuh"}
-WRONG_ITEM = re.compile(r"^[ \t]*(\[.*\][ \t]*,?[ \t]*(#.*)?|#.*)?$")
+WRONG_ITEM = re.compile(r"^[ \t]*((\[.*\]|'[^']*')[ \t]*,?[ \t]*(#.*)?|#.*)?$")
 
 # What a student of the edition could try to run or open and not find.
 MISSING_IN_EDITION = re.compile(
     r"solution-(?:demo|bench)-\d\d|\bsolution-\d\d\b|--suite[ =](?:solutions|course)\b|tests/wrong\b|tests/course\b"
-    r"|\bwrong-\d\d\b")
+    r"|\b(?:wrong|right)-\d\d\b")
 SCANNED_FOR_MISSING = re.compile(r"^(README\.md|lessons/.*)$")
 
 
@@ -196,7 +196,7 @@ def closing_bracket(text: str, opening: int, where: str) -> int:
 
 
 def strip_wrong_lists(text: str, where: str) -> str:
-    """Removes every "'wrong': [...]," entry of the lesson table, whole lines."""
+    """Removes every "'wrong': [...]," and "'right': [...]," entry of the lesson table, whole lines."""
     while True:
         match = WRONG_KEY.search(text)
         if not match:
@@ -205,7 +205,7 @@ def strip_wrong_lists(text: str, where: str) -> str:
         lines = text[match.start():close + 1].split("\n")
         if len(lines) > 1 and (lines[-1].strip() != "]" or not all(WRONG_ITEM.match(line) for line in lines[1:-1])):
             raise EditionError(f"{where}:{line_of(text, match.start())}: the 'wrong' list opened here is not "
-                               "one [file, case] entry a line up to a closing ']' on its own line")
+                               "one [file, case] entry a line (in a 'right' list, one 'file') up to a closing ']' on its own line")
         rest = re.match(r"[ \t]*,?[ \t]*(?:#[^\n]*)?(?:\n|\Z)", text[close + 1:])
         if rest is None:
             raise EditionError(f"{where}:{line_of(text, close)}: something follows the 'wrong' list on its "
@@ -281,8 +281,8 @@ def check_edition(entries: list[Entry]) -> None:
             text = entry.data().decode()
             if re.search(r"<!-- (/)?instructor-only -->|^[ \t]*(#|//) /?instructor-only[ \t]*$", text, re.M):
                 raise EditionError(f"{entry.relative}: an instructor-only marker is left in the edition")
-            if entry.relative == "tests/meson.build" and (WRONG_KEY.search(text) or ".wrong'" in text):
-                raise EditionError("tests/meson.build: a 'wrong' list is left in the edition")
+            if entry.relative == "tests/meson.build" and (WRONG_KEY.search(text) or re.search(r"\.(wrong|right)'", text)):
+                raise EditionError("tests/meson.build: a 'wrong' or 'right' list is left in the edition")
     for needed in ("README.md", "meson.build", "meson.options", "tests/meson.build", "tests/grader/grade.py"):
         if needed not in names:
             raise EditionError(f"the course has no {needed}: is {COURSE_ROOT} the course's root?")

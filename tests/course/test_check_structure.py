@@ -48,6 +48,10 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         code, out = self.run_check()
         self.assertEqual(code, 0, out)
 
+    def test_a_stored_variant_that_no_list_names_is_reported(self):
+        (self.root / "tests" / "wrong" / LESSON / "forgotten.right").write_text("# a correct variant\n")
+        self.assert_reported("forgotten.right is in no 'wrong' or 'right' list")
+
     def test_a_solution_that_differs_outside_a_todo_region_is_reported(self):
         self.edit(f"solutions/{LESSON}/device_enumeration.cpp", "namespace lesson01 {", "namespace lesson01 {\n// extra")
         self.assert_reported("differ outside a TODO region")

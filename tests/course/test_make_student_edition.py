@@ -60,7 +60,8 @@ class TheEditionOfThisCourse(unittest.TestCase):
         for path in ("solutions", "tests/wrong", "tests/course", ".ci", "tests/grader/fixture",
                      "tests/grader/test_grader.py", "build"):
             self.assertFalse((self.out / path).exists(), f"{path} is in the student edition")
-        self.assertFalse([f for f in files_under(self.out) if "solution" in f.split("/")[0] or f.endswith(".wrong")])
+        self.assertFalse([f for f in files_under(self.out)
+                          if "solution" in f.split("/")[0] or f.endswith((".wrong", ".right"))])
 
     def test_every_lesson_and_what_builds_and_grades_it_are_there(self):
         lessons = sorted(p.name for p in (ROOT / "lessons").iterdir() if p.is_dir())
@@ -74,8 +75,9 @@ class TheEditionOfThisCourse(unittest.TestCase):
 
     def test_the_lesson_table_keeps_its_lessons_and_loses_its_wrong_lists(self):
         table = (self.out / "tests" / "meson.build").read_text()
-        self.assertNotRegex(table, r"'wrong'\s*:")
+        self.assertNotRegex(table, r"'(wrong|right)'\s*:")
         self.assertNotIn(".wrong'", table)
+        self.assertNotIn(".right'", table)
         self.assertNotIn("tests/wrong", table)
         for lesson in (ROOT / "lessons").iterdir():
             if lesson.is_dir():
@@ -86,7 +88,7 @@ class TheEditionOfThisCourse(unittest.TestCase):
         removed = [line for line in full_table.splitlines() if line not in table_table.splitlines()]
         self.assertTrue(removed)
         for line in removed:
-            self.assertTrue(".wrong'" in line or "'wrong'" in line or line.strip() == "],", line)
+            self.assertTrue(re.search(r"\.(wrong|right)'|'(wrong|right)'", line) or line.strip() == "],", line)
         self.assertEqual(table.replace(table_table, ""),
                          re.sub(r"(?ms)^[ \t]*# instructor-only\n.*?^[ \t]*# /instructor-only\n", "",
                                 full.replace(full_table, "")))
@@ -222,6 +224,12 @@ class Markers(unittest.TestCase):
     def test_wrong_lists_with_brackets_and_quotes_in_their_strings_go_whole(self):
         table = ("lessons = [\n  {\n    'number': '01',\n    'wrong': [\n      ['a.wrong', 'case [with] \\'quotes\\''],  # ]\n"
                  "    ],\n    'demo': 'demo.cpp',\n  },\n]\n")
+        self.assertEqual(edition.strip_wrong_lists(table, "t"),
+                         "lessons = [\n  {\n    'number': '01',\n    'demo': 'demo.cpp',\n  },\n]\n")
+
+    def test_right_lists_of_file_names_go_whole_too(self):
+        table = ("lessons = [\n  {\n    'number': '01',\n    'wrong': [\n      ['a.wrong', 'case'],\n    ],\n"
+                 "    'right': [\n      'b.right',  # a correct variant\n    ],\n    'demo': 'demo.cpp',\n  },\n]\n")
         self.assertEqual(edition.strip_wrong_lists(table, "t"),
                          "lessons = [\n  {\n    'number': '01',\n    'demo': 'demo.cpp',\n  },\n]\n")
 
