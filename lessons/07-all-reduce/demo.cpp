@@ -99,7 +99,7 @@ int main() {
     show(workspace, demo, count);
   });
   course::demo_section("measure_crossover and all_reduce (task 4)", [&] {
-    const std::vector<std::size_t> counts = {2, 256, 4096, 65536, 1 << 20, count};
+    const std::vector<std::size_t> counts = {2, 256, 4096, 65536, 262144, count};  // ascending
     const std::vector<AlgorithmTiming> rows = measure_crossover(workspace, demo.pointers, counts);
     std::printf("  %10s %14s %14s\n", "floats", "one-shot (us)", "ring (us)");
     for (const AlgorithmTiming& row : rows)
