@@ -155,6 +155,7 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
   AllReduceWorkspace workspace(repeated(0, workers));
   Buffers buffers(workspace, count, seed);
   call(workspace, buffers.pointers, count);  // loads every kernel it uses, ungated
+  buffers.enqueue_input(held, workspace.workers[held].stream);  // and the copy the test makes behind the gate
   wait_for_workers(workspace);
   buffers.reset();
   buffers.poison(held);
