@@ -112,7 +112,7 @@ TEST_CASE("the ring all-reduce matches a double-precision reference for 1 to 4 w
 }
 
 TEST_CASE("the ring call returns at once and no step reads a chunk before its left neighbour wrote it",
-          "[07-all-reduce][task:1][gpus:1][points:3]") {
+          "[07-all-reduce][task:1][gpus:1][points:3][overlap]") {
   require_gpus(1);
   const AllReduceCall call = [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) {
     ring_all_reduce(w, b, n);

@@ -80,7 +80,7 @@ TEST_CASE("the one-shot all-reduce matches a double-precision reference for 1 to
 }
 
 TEST_CASE("the one-shot call returns at once and reads no peer's copy before it is published",
-          "[07-all-reduce][task:3][gpus:1][points:2]") {
+          "[07-all-reduce][task:3][gpus:1][points:2][overlap]") {
   require_gpus(1);
   const AllReduceCall call = [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) {
     one_shot_all_reduce(w, b, n);

@@ -154,7 +154,7 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
   const std::size_t count = 1000003;
   AllReduceWorkspace workspace(repeated(0, workers));
   Buffers buffers(workspace, count, seed);
-  call(workspace, buffers.pointers, count);  // loads every kernel it uses, ungated
+  call(workspace, buffers.pointers, count);                     // loads every kernel it uses, ungated
   buffers.enqueue_input(held, workspace.workers[held].stream);  // and the copy the test makes behind the gate
   wait_for_workers(workspace);
   buffers.reset();
