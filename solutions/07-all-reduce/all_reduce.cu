@@ -57,16 +57,6 @@ namespace {
 constexpr int kThreads = 256;  // per block
 constexpr int kUnroll = 4;     // float4s in flight per thread and iteration
 
-// Enough blocks of kThreads to cover n floats as float4s, at most as many as fill the current device.
-int blocks_for(std::size_t n) {
-  const std::size_t needed = (n + 4 * kThreads - 1) / (4 * kThreads);
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t full = static_cast<std::size_t>(sms) * (2048 / kThreads);
-  return static_cast<int>(std::max<std::size_t>(1, std::min(needed, full)));
-}
-
 __device__ float4 plus(float4 a, float4 b) {
   return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
 }
@@ -97,6 +87,19 @@ __global__ void __launch_bounds__(kThreads)
   if (tail < n) dst[tail] = kAdd ? dst[tail] + src[tail] : src[tail];
 }
 
+// Enough blocks of kThreads to cover n floats as float4s, at most as many of `kernel`'s blocks as
+// fit on the current device at once (more would run as a second, partly empty wave).
+template <class Kernel>
+int blocks_for(std::size_t n, Kernel kernel) {
+  const std::size_t needed = std::max<std::size_t>(1, (n + 4 * kThreads - 1) / (4 * kThreads));
+  int device = 0, sms = 0, per_sm = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (needed <= static_cast<std::size_t>(sms)) return static_cast<int>(needed);  // small: no occupancy query
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  return static_cast<int>(std::min(needed, static_cast<std::size_t>(sms) * std::max(1, per_sm)));
+}
+
 }  // namespace
 
 course::Range ring_chunk(std::size_t count, int workers, int chunk) {
@@ -110,11 +113,10 @@ course::Range ring_chunk(std::size_t count, int workers, int chunk) {
 
 void enqueue_ring_step(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
   if (n == 0) return;
-  const int blocks = blocks_for(n);
   if (add)
-    ring_step_kernel<true><<<blocks, kThreads, 0, stream>>>(src, dst, n);
+    ring_step_kernel<true><<<blocks_for(n, ring_step_kernel<true>), kThreads, 0, stream>>>(src, dst, n);
   else
-    ring_step_kernel<false><<<blocks, kThreads, 0, stream>>>(src, dst, n);
+    ring_step_kernel<false><<<blocks_for(n, ring_step_kernel<false>), kThreads, 0, stream>>>(src, dst, n);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -206,7 +208,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void enqueue_sum_of_peers(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  sum_of_peers_kernel<<<blocks_for(n), kThreads, 0, stream>>>(sources, out, n);
+  sum_of_peers_kernel<<<blocks_for(n, sum_of_peers_kernel), kThreads, 0, stream>>>(sources, out, n);
   CUDA_CHECK_LAUNCH();
 }
 
