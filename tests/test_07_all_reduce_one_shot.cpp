@@ -70,7 +70,7 @@ TEST_CASE("the one-shot all-reduce matches a double-precision reference for 1 to
     AllReduceWorkspace workspace(repeated(0, workers));
     for (const std::size_t count : counts_for(workers)) {
       Buffers buffers(workspace, count, case_seed(310 + count));
-      poison_scratch(workspace);  // a copy not made reads NaN, not the last count's input
+      poison_scratch(workspace);            // a copy not made reads NaN, not the last count's input
       CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
       one_shot_all_reduce(workspace, buffers.pointers, count);
       CHECK(current_device() == gpus - 1);
