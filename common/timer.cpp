@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 namespace course {
 
@@ -53,6 +54,30 @@ Timing measure_host(const std::function<void()>& work, int warmup, int repeats) 
     samples.push_back(std::chrono::duration<double, std::milli>(end - begin).count());
   }
   return summarize(std::move(samples));
+}
+
+double seconds_per_call(const std::function<void()>& enqueue, const std::function<void()>& wait, int warmup,
+                        int iterations) {
+  for (int i = 0; i < warmup; ++i) enqueue();
+  wait();
+  const auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) enqueue();
+  wait();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / iterations;
+}
+
+std::string size_label(std::size_t bytes) {
+  constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  char text[32];
+  if (bytes >= kGiB)
+    std::snprintf(text, sizeof text, "%zu GiB", bytes / kGiB);
+  else if (bytes >= kMiB)
+    std::snprintf(text, sizeof text, "%zu MiB", bytes / kMiB);
+  else if (bytes >= kKiB)
+    std::snprintf(text, sizeof text, "%zu KiB", bytes / kKiB);
+  else
+    std::snprintf(text, sizeof text, "%zu B", bytes);
+  return text;
 }
 
 }  // namespace course

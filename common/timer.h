@@ -9,7 +9,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "buffers.h"
@@ -44,6 +46,15 @@ Timing measure(int device, cudaStream_t stream, const std::function<void()>& wor
 // Times `work` with the host clock; `work` must finish its GPU work before it returns
 // (use this for work that spans several devices or streams).
 Timing measure_host(const std::function<void()>& work, int warmup = 3, int repeats = 20);
+
+// Seconds per call of `enqueue` (asynchronous work on one or more streams), host clock, as nccl-tests
+// times a collective: `warmup` calls and one `wait`, then `iterations` calls enqueued back to back
+// and one `wait` for all of them.
+double seconds_per_call(const std::function<void()>& enqueue, const std::function<void()>& wait, int warmup,
+                        int iterations);
+
+// A size as the benchmarks print it: "8 B", "64 KiB", "256 MiB" (whole units, rounded down).
+std::string size_label(std::size_t bytes);
 
 // GB/s with GB = 10^9 bytes, as link and memory datasheets count.
 inline double gigabytes_per_second(double bytes, double ms) {

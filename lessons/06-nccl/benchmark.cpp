@@ -113,12 +113,7 @@ double time_collective(Ranks& r, Collective collective, std::size_t bytes, int w
   auto wait = [&] {
     for (auto& s : r.streams) s.synchronize();
   };
-  for (int i = 0; i < warmup; ++i) enqueue();
-  wait();
-  const auto begin = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) enqueue();
-  wait();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  return course::seconds_per_call(enqueue, wait, warmup, iterations);
 }
 
 // Seconds per call (the median) of YOUR task-2/3 function for `collective` on `bytes` (nccl-tests' size): each
@@ -156,17 +151,6 @@ double time_yours(Ranks& r, Collective collective, std::size_t bytes, int warmup
     }
   };
   return course::measure_host(call, warmup, iterations).median_ms / 1e3;  // each call waits: host clock
-}
-
-std::string size_label(std::size_t bytes) {
-  char text[32];
-  if (bytes >= kMiB)
-    std::snprintf(text, sizeof text, "%zu MiB", bytes / kMiB);
-  else if (bytes >= 1024)
-    std::snprintf(text, sizeof text, "%zu KiB", bytes / 1024);
-  else
-    std::snprintf(text, sizeof text, "%zu B", bytes);
-  return text;
 }
 
 int iterations_for(std::size_t bytes) {
@@ -409,7 +393,7 @@ int main() {
       const double algbw = lesson06::algbw_gb_per_s(bytes, seconds);
       const double busbw = lesson06::busbw_gb_per_s(Collective::all_reduce, bytes, seconds, count);
       measured[{Collective::all_reduce, bytes}] = busbw;
-      std::printf("%10s %12.1f %12.1f %12.1f %9.0f%%\n", size_label(bytes).c_str(), seconds * 1e6, algbw, busbw,
+      std::printf("%10s %12.1f %12.1f %12.1f %9.0f%%\n", course::size_label(bytes).c_str(), seconds * 1e6, algbw, busbw,
                   100 * busbw / kNvlinkLineRate);
     }
     for (const Collective c : {Collective::all_gather, Collective::reduce_scatter, Collective::broadcast})
@@ -420,8 +404,9 @@ int main() {
     std::printf("\nall-gather, reduce-scatter, broadcast busbw (GB/s)\n%10s %12s %14s %12s\n", "size", "all-gather",
                 "reduce-scatter", "broadcast");
     for (const std::size_t bytes : {8 * kMiB, 32 * kMiB, 128 * kMiB, 256 * kMiB, 512 * kMiB})
-      std::printf("%10s %12.1f %14.1f %12.1f\n", size_label(bytes).c_str(), measured[{Collective::all_gather, bytes}],
-                  measured[{Collective::reduce_scatter, bytes}], measured[{Collective::broadcast, bytes}]);
+      std::printf("%10s %12.1f %14.1f %12.1f\n", course::size_label(bytes).c_str(),
+                  measured[{Collective::all_gather, bytes}], measured[{Collective::reduce_scatter, bytes}],
+                  measured[{Collective::broadcast, bytes}]);
 
     std::printf("\nAgainst nccl-tests on the course's hosts (busbw, GB/s; PASS within 5%% at 64 MiB and above)\n");
     if (count == 1) {
@@ -435,7 +420,7 @@ int main() {
         const bool pass = got >= 0.95 * ref.busbw;
         if (graded && !pass) ++failures;
         std::printf("  %-15s %8s  %7.1f  reference %7.1f  line %5.0f  %s\n", lesson06::to_string(ref.collective),
-                    size_label(ref.bytes).c_str(), got, ref.busbw, kNvlinkLineRate,
+                    course::size_label(ref.bytes).c_str(), got, ref.busbw, kNvlinkLineRate,
                     graded ? (pass ? "PASS" : "FAIL") : "(shown, not graded below 64 MiB)");
       }
       const double small_us = time_collective(r, Collective::all_reduce, 512 * 1024, 5, 200) * 1e6;
@@ -455,7 +440,7 @@ int main() {
         const bool pass = got >= 0.90 * ref.busbw;
         if (!pass) ++failures;
         std::printf("  %-15s %8s  %7.1f  reference %7.1f  %s\n", lesson06::to_string(ref.collective),
-                    size_label(ref.bytes).c_str(), got, ref.busbw, pass ? "PASS" : "FAIL");
+                    course::size_label(ref.bytes).c_str(), got, ref.busbw, pass ? "PASS" : "FAIL");
       }
     }
 
@@ -482,7 +467,7 @@ int main() {
         if (!pass) ++failures;
         std::printf(
             "  %8s  all-reduce %8.1f us (%6.1f GB/s)  copy %8.1f us (%6.1f GB/s)  %s (within 5%% of the copy)\n",
-            size_label(bytes).c_str(), nccl_s * 1e6, lesson06::algbw_gb_per_s(bytes, nccl_s), copy_s * 1e6,
+            course::size_label(bytes).c_str(), nccl_s * 1e6, lesson06::algbw_gb_per_s(bytes, nccl_s), copy_s * 1e6,
             lesson06::algbw_gb_per_s(bytes, copy_s), pass ? "PASS" : "FAIL");
       }
     }

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 07 benchmark: your ring, your one-shot, your dispatcher (with the crossover it measured)
+// and NCCL's all-reduce, side by side, in place, for 8 B to 1 GiB per worker, timed as nccl-tests
+// times (calls enqueued back to back, one wait, host clock) on every GPU count this machine has.
+// Each row prints the time, algbw and busbw (task 2's factor 2 (W - 1) / W); the ring's smallest
+// sizes show its latency, 2 (W - 1) dependent steps. Then PASS/FAIL lines for the lesson's targets:
+// the ring within 80% of NCCL's busbw at 64 MiB and above, the one-shot faster than NCCL at 64 KiB
+// and below (both need distinct GPUs), the dispatcher within 10% of the better of the two at every
+// size, and, on one GPU, the ring on {0, 0, 0, 0} at 256 MiB and above within 80% of the device's
+// copy speed for the bytes it moves.
+// Run it with: meson test -C build --benchmark --suite 07-all-reduce --verbose
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "all_reduce.h"
+#include "common/buffers.h"
+#include "common/check.h"
+#include "common/device_guard.h"
+#include "common/programs.h"
+#include "common/timer.h"
+
+using namespace lesson07;
+
+namespace {
+
+constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+constexpr std::size_t kLargest = kGiB;  // per worker
+
+int iterations_for(std::size_t bytes) {
+  return bytes >= 64 * kMiB ? 10 : bytes >= kMiB ? 50 : 200;
+}
+
+// One row of the table: seconds per call of each algorithm (0: not measured).
+struct Row {
+  std::size_t bytes = 0;
+  double ring = 0, one_shot = 0, dispatcher = 0, nccl = 0;
+};
+
+struct Setup {
+  std::vector<int> devices;
+  AllReduceWorkspace workspace;
+  std::vector<course::DeviceBuffer<float>> memory;
+  std::vector<float*> buffers;
+  std::vector<ncclComm_t> comms;  // empty unless every device is distinct
+
+  explicit Setup(const std::vector<int>& devices_) : devices(devices_), workspace(devices_, kLargest / sizeof(float)) {
+    for (const int d : devices) {
+      memory.emplace_back(d, kLargest / sizeof(float));
+      buffers.push_back(memory.back().data());
+      const course::DeviceGuard on_device(d);
+      CUDA_CHECK(cudaMemset(buffers.back(), 0x3C, kLargest));  // floats of 0.0115, not zeros
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    std::vector<int> sorted = devices;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()) {
+      comms.resize(devices.size());
+      NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
+    }
+  }
+  ~Setup() {
+    for (ncclComm_t comm : comms) (void)ncclCommDestroy(comm);
+  }
+  Setup(const Setup&) = delete;
+  Setup& operator=(const Setup&) = delete;
+
+  void wait() const {
+    for (const Worker& w : workspace.workers) w.stream.synchronize();
+  }
+  void nccl_all_reduce(std::size_t count) {
+    NCCL_CHECK(ncclGroupStart());
+    for (std::size_t k = 0; k < comms.size(); ++k) {
+      const course::DeviceGuard on_device(devices[k]);
+      NCCL_CHECK(
+          ncclAllReduce(buffers[k], buffers[k], count, ncclFloat, ncclSum, comms[k], workspace.workers[k].stream));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+  }
+  double time(const std::function<void()>& call, std::size_t bytes) {
+    return course::seconds_per_call(
+        call, [this] { wait(); }, 3, iterations_for(bytes));
+  }
+};
+
+std::string show(const std::vector<int>& devices) {
+  std::string text = "{";
+  for (std::size_t k = 0; k < devices.size(); ++k) text += (k ? ", " : "") + std::to_string(devices[k]);
+  return text + "}";
+}
+
+void print_cell(double seconds, std::size_t bytes, int workers) {
+  if (seconds <= 0) {
+    std::printf(" %9s %7s %7s |", "-", "-", "-");
+    return;
+  }
+  std::printf(" %9.1f %7.1f %7.1f |", seconds * 1e6,
+              course::gigabytes_per_second(static_cast<double>(bytes), seconds * 1e3),
+              bus_bandwidth_gb_per_s(static_cast<double>(bytes), seconds, workers));
+}
+
+// The table for one list of workers; returns its rows.
+std::vector<Row> sweep(Setup& s) {
+  const int w = s.workspace.size();
+  std::vector<std::size_t> counts;
+  for (std::size_t bytes = 8; bytes <= kLargest; bytes *= 2) counts.push_back(bytes / sizeof(float));
+  const std::vector<AlgorithmTiming> measured = measure_crossover(s.workspace, s.buffers, counts, 2, 10);
+  (void)measured;
+  const Cost ring = ring_cost(1.0, w), one_shot = one_shot_cost(1.0, w);
+  std::printf(
+      "\n%d workers on GPUs %s: the ring receives %.3f x S per worker in %d dependent steps, the one-shot "
+      "%.0f x S in %d; measured crossover: ",
+      w, show(s.devices).c_str(), ring.bytes_per_worker, ring.dependent_steps, one_shot.bytes_per_worker,
+      one_shot.dependent_steps);
+  if (s.workspace.crossover_count == kRingNeverWins)
+    std::printf("the ring never wins\n");
+  else
+    std::printf("the ring from %s on\n", course::size_label(s.workspace.crossover_count * sizeof(float)).c_str());
+  std::printf("%9s | %-25s | %-25s | %-25s | %-25s\n", "size", "      ring (task 1)", "    one-shot (task 3)",
+              "   dispatcher (task 4)", s.comms.empty() ? "  NCCL (needs distinct GPUs)" : "      NCCL all-reduce");
+  std::printf("%9s |", "");
+  for (int i = 0; i < 4; ++i) std::printf(" %9s %7s %7s |", "time (us)", "algbw", "busbw");
+  std::printf("\n");
+  std::vector<Row> rows;
+  for (const std::size_t count : counts) {
+    Row row;
+    row.bytes = count * sizeof(float);
+    row.ring = s.time([&] { ring_all_reduce(s.workspace, s.buffers, count); }, row.bytes);
+    row.one_shot = s.time([&] { one_shot_all_reduce(s.workspace, s.buffers, count); }, row.bytes);
+    row.dispatcher = s.time([&] { all_reduce(s.workspace, s.buffers, count); }, row.bytes);
+    if (!s.comms.empty()) row.nccl = s.time([&] { s.nccl_all_reduce(count); }, row.bytes);
+    std::printf("%9s |", course::size_label(row.bytes).c_str());
+    for (const double t : {row.ring, row.one_shot, row.dispatcher, row.nccl}) print_cell(t, row.bytes, w);
+    std::printf("\n");
+    rows.push_back(row);
+  }
+  std::printf("the ring's latency: %.1f us at 8 B over %d dependent steps, %.1f us per step\n", rows.front().ring * 1e6,
+              ring.dependent_steps, ring.dependent_steps ? rows.front().ring * 1e6 / ring.dependent_steps : 0.0);
+  return rows;
+}
+
+// PASS/FAIL lines for the targets one list of workers can show; returns the number of FAILs.
+int targets(const Setup& s, const std::vector<Row>& rows) {
+  const int w = s.workspace.size();
+  int failures = 0;
+  const auto verdict = [&](bool pass) {
+    failures += pass ? 0 : 1;
+    return pass ? "PASS" : "FAIL";
+  };
+  std::printf("targets for %s:\n", show(s.devices).c_str());
+  if (s.comms.empty()) {
+    std::printf("  ring >= 80%% of NCCL's busbw at 64 MiB and above: not measured: needs 2 distinct GPUs\n");
+    std::printf("  one-shot faster than NCCL at 64 KiB and below: not measured: needs 2 distinct GPUs\n");
+  } else {
+    for (const Row& r : rows) {
+      if (r.bytes >= 64 * kMiB)
+        std::printf("  %s: ring busbw %.1f GB/s, NCCL %.1f GB/s: %.0f%% (target 80%%) %s\n",
+                    course::size_label(r.bytes).c_str(), bus_bandwidth_gb_per_s(r.bytes, r.ring, w),
+                    bus_bandwidth_gb_per_s(r.bytes, r.nccl, w), 100 * r.nccl / r.ring, verdict(r.ring <= r.nccl / 0.8));
+      if (r.bytes <= 64 * kKiB)
+        std::printf("  %s: one-shot %.1f us, NCCL %.1f us (target: faster) %s\n", course::size_label(r.bytes).c_str(),
+                    r.one_shot * 1e6, r.nccl * 1e6, verdict(r.one_shot < r.nccl));
+    }
+  }
+  int dispatcher_fails = 0;
+  for (const Row& r : rows) {
+    const double better = std::min(r.ring, r.one_shot);
+    if (r.dispatcher > 1.1 * better) {
+      ++dispatcher_fails;
+      std::printf("  %s: dispatcher %.1f us, the better of the two %.1f us: more than 10%% slower FAIL\n",
+                  course::size_label(r.bytes).c_str(), r.dispatcher * 1e6, better * 1e6);
+    }
+  }
+  std::printf("  dispatcher within 10%% of the better of ring and one-shot at all %zu sizes: %s\n", rows.size(),
+              verdict(dispatcher_fails == 0));
+  return failures;
+}
+
+// One GPU: the ring on {0, 0, 0, 0} against the device's copy speed for the bytes it moves.
+int copy_yardstick(Setup& s, const std::vector<Row>& rows) {
+  const int w = s.workspace.size();
+  const int device = s.devices[0];
+  int failures = 0;
+  std::printf(
+      "\nOne GPU: the ring on %s against cudaMemcpyDeviceToDevice on GPU %d (target: 80%% of the copy's speed "
+      "at 256 MiB and above)\n",
+      show(s.devices).c_str(), device);
+  std::printf(
+      "  Per call, over all %d workers, the ring transfers 2 (W - 1) x S bytes between workers; on one GPU each "
+      "reduce-scatter transfer\n  reads two chunks and writes one, each all-gather transfer reads one and "
+      "writes one: 5 (W - 1) x S bytes of memory traffic,\n  held against the copy's traffic (it reads and "
+      "writes every byte it copies).\n",
+      w);
+  const course::Stream& stream = s.workspace.workers[0].stream;
+  for (const Row& r : rows) {
+    if (r.bytes < 256 * kMiB) continue;
+    const double copy = s.time(
+        [&] {
+          const course::DeviceGuard on_device(device);
+          CUDA_CHECK(cudaMemcpyAsync(s.buffers[1], s.buffers[0], r.bytes, cudaMemcpyDeviceToDevice, stream));
+        },
+        r.bytes);
+    const double copy_traffic_rate = 2.0 * r.bytes / copy;  // bytes read + written per second
+    const double transfers = 2.0 * (w - 1) * r.bytes, traffic = 5.0 * (w - 1) * r.bytes;
+    const double at_copy_speed = traffic / copy_traffic_rate;
+    const double ratio = at_copy_speed / r.ring;
+    std::printf(
+        "  %s: copy %.1f GB/s (read + write %.1f); ring %.1f us: %.1f GB/s of transfers, %.1f GB/s of traffic = "
+        "%.0f%% of the copy's %s\n",
+        course::size_label(r.bytes).c_str(), r.bytes / copy / 1e9, copy_traffic_rate / 1e9, r.ring * 1e6,
+        transfers / r.ring / 1e9, traffic / r.ring / 1e9, 100 * ratio, ratio >= 0.8 ? "PASS" : "FAIL");
+    failures += ratio >= 0.8 ? 0 : 1;
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main() {
+  const int gpus = course::visible_gpu_count();
+  if (gpus == 0) {
+    std::printf("Lesson 07 benchmark: no GPU visible; nothing measured.\n");
+    return 0;
+  }
+  int failures = 0;
+  try {
+    std::printf(
+        "Lesson 07 benchmark: all-reduce of floats in place, per worker 8 B to 1 GiB; time per call with "
+        "calls back to back; GB = 10^9 bytes;\nbusbw = algbw x 2 (W - 1) / W (task 2).\n");
+    std::vector<std::vector<int>> lists;
+    if (gpus == 1) lists.push_back({0, 0, 0, 0});
+    for (int g = 2; g <= gpus; ++g) {
+      lists.emplace_back();
+      for (int d = 0; d < g; ++d) lists.back().push_back(d);
+    }
+    for (const std::vector<int>& devices : lists) {
+      Setup setup(devices);
+      const std::vector<Row> rows = sweep(setup);
+      failures += targets(setup, rows);
+      if (gpus == 1) failures += copy_yardstick(setup, rows);
+    }
+    if (gpus == 1)
+      std::printf(
+          "\nMulti-GPU targets (ring against NCCL, one-shot against NCCL): not measured: needs 2 GPUs, found 1\n");
+  } catch (const std::exception& e) {
+    std::printf("stopped: %s\n", e.what());
+    return 1;
+  }
+  std::printf("\n%s\n", failures == 0 ? "all targets met" : "some targets missed (FAIL above)");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 07 tests, task 4: the dispatcher and its measured crossover. Which algorithm ran is seen
+// in the scratch: the one-shot publishes every input there, the ring never touches it, so a
+// poisoned scratch that stays poisoned means the ring ran. The crossover rule is checked on
+// made-up timing tables; the measurement on one GPU is checked for its shape, never its numbers.
+#include <cuda_runtime.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <stdexcept>
+#include <vector>
+
+#include "all_reduce.h"
+#include "common/check.h"
+#include "common/random.h"
+#include "common/testing/devices.h"
+#include "test_07_all_reduce_support.h"
+
+using namespace lesson07;
+using namespace lesson07_tests;
+
+namespace {
+
+// How many floats of each worker's scratch[0, count) are no longer poisoned.
+std::size_t scratch_written(const AllReduceWorkspace& workspace, std::size_t count) {
+  std::size_t written = 0;
+  for (const Worker& worker : workspace.workers)
+    for (const float v : course::testing::read_back(worker.scratch.data(), worker.device, count))
+      written += course::is_poisoned(v) ? 0 : 1;
+  return written;
+}
+
+}  // namespace
+
+// ---- Task 4 ---------------------------------------------------------------------------------
+
+TEST_CASE("the crossover is the smallest count from which the ring stays faster",
+          "[07-all-reduce][task:4][gpus:0][points:1]") {
+  const std::vector<AlgorithmTiming> ring_wins_late = {
+      {8, 0.010, 0.030}, {1024, 0.012, 0.011}, {65536, 0.020, 0.025}, {1 << 20, 0.080, 0.050}, {1 << 24, 1.2, 0.6}};
+  CHECK(crossover_from(ring_wins_late) == std::size_t{1} << 20);  // not 1024: the ring lost again at 65536
+  const std::vector<AlgorithmTiming> ring_always = {{8, 0.03, 0.02}, {1024, 0.04, 0.03}};
+  CHECK(crossover_from(ring_always) == 8);
+  const std::vector<AlgorithmTiming> one_shot_always = {{8, 0.01, 0.02}, {1024, 0.02, 0.03}};
+  CHECK(crossover_from(one_shot_always) == kRingNeverWins);
+  const std::vector<AlgorithmTiming> tie_at_the_end = {{8, 0.03, 0.02}, {1024, 0.04, 0.04}};
+  CHECK(crossover_from(tie_at_the_end) == kRingNeverWins);  // a tie is not faster
+  CHECK_THROWS_AS(crossover_from({}), std::invalid_argument);
+}
+
+TEST_CASE("the dispatcher runs the one-shot below the crossover and the ring from it on",
+          "[07-all-reduce][task:4][gpus:1][points:2]") {
+  require_gpus(1);
+  AllReduceWorkspace workspace(repeated(0, 3), 4096);
+  CHECK(workspace.crossover_count == kDefaultCrossoverCount);  // until task 4 measures one
+  workspace.crossover_count = 1000;
+  CHECK(choose_algorithm(workspace, 0) == Algorithm::one_shot);
+  CHECK(choose_algorithm(workspace, 999) == Algorithm::one_shot);
+  CHECK(choose_algorithm(workspace, 1000) == Algorithm::ring);
+  CHECK(choose_algorithm(workspace, 4097) == Algorithm::ring);
+  workspace.crossover_count = kRingNeverWins;
+  CHECK(choose_algorithm(workspace, 4096) == Algorithm::one_shot);
+  CHECK(choose_algorithm(workspace, 4097) == Algorithm::ring);  // the scratch holds 4096 floats
+  workspace.crossover_count = 1000;
+  for (const std::size_t count : {std::size_t{5}, std::size_t{999}, std::size_t{1000}, std::size_t{3001}}) {
+    Buffers buffers(workspace, count, case_seed(400 + count));
+    poison_scratch(workspace);
+    all_reduce(workspace, buffers.pointers, count);
+    wait_for_workers(workspace);
+    buffers.check("all_reduce with the crossover at 1000, count " + std::to_string(count));
+    const bool one_shot_ran = scratch_written(workspace, count) > 0;
+    INFO("count " << count << " with the crossover at 1000: the "
+                  << (one_shot_ran ? "one-shot ran (it published into the scratch)"
+                                   : "ring ran (the scratch stayed poisoned)"));
+    CHECK(one_shot_ran == (count < 1000));
+  }
+}
+
+TEST_CASE("measuring the crossover times both algorithms at every count and keeps the crossover in the workspace",
+          "[07-all-reduce][task:4][gpus:1][points:1]") {
+  require_gpus(1);
+  AllReduceWorkspace workspace(repeated(0, 2), std::size_t{1} << 20);
+  Buffers buffers(workspace, std::size_t{1} << 20, case_seed(410));
+  const std::vector<std::size_t> counts = {256, 65536, std::size_t{1} << 20};
+  const std::vector<AlgorithmTiming> rows = measure_crossover(workspace, buffers.pointers, counts, 1, 5);
+  REQUIRE(rows.size() == counts.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO("row " << i << ": count " << rows[i].count << ", one-shot " << rows[i].one_shot_ms << " ms, ring "
+                << rows[i].ring_ms << " ms");
+    CHECK(rows[i].count == counts[i]);
+    CHECK(rows[i].one_shot_ms > 0);
+    CHECK(rows[i].ring_ms > 0);
+  }
+  CHECK(workspace.crossover_count == crossover_from(rows));
+  workspace.crossover_count = 12345;
+  const std::vector<std::size_t> none, descending = {4096, 256}, with_zero = {0, 256},
+                                       too_large = {256, (std::size_t{1} << 20) + 1};
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, none), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, descending), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, with_zero), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, too_large), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, counts, 1, 0), std::invalid_argument);
+  CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, counts, -1, 5), std::invalid_argument);
+  CHECK(workspace.crossover_count == 12345);  // a rejected request changes nothing
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 07 tests, task 3: the one-shot all-reduce. The same inputs, poisoning and reference as
+// the ring's (test_07_all_reduce.cpp); its scratch is poisoned too, so a copy read before it was
+// published reads NaN. The handshake is checked with a worker held by a gate, the reuse of scratch
+// by two calls back to back with one worker's sum delayed, on one GPU listed several times.
+#include <cuda_runtime.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "all_reduce.h"
+#include "common/check.h"
+#include "common/random.h"
+#include "common/testing/devices.h"
+#include "common/testing/workers.h"
+#include "test_07_all_reduce_support.h"
+
+using namespace lesson07;
+using namespace lesson07_tests;
+
+// ---- Task 3 ---------------------------------------------------------------------------------
+
+TEST_CASE("the sum of peers adds 1 to 8 sources in worker order for every length and touches nothing around it",
+          "[07-all-reduce][task:3][gpus:1][points:1]") {
+  require_gpus(1);
+  const course::Stream stream(0);
+  for (int sources_count = 1; sources_count <= kMaxWorkers; ++sources_count)
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{6},
+                                std::size_t{1025}, (std::size_t{1} << 20) + 3}) {
+      std::vector<std::vector<float>> values;
+      std::vector<course::DeviceBuffer<float>> sources;
+      PeerSources peers;
+      peers.count = sources_count;
+      for (int j = 0; j < sources_count; ++j) {
+        values.push_back(course::random_floats(n, case_seed(300 + 16 * n + static_cast<std::size_t>(j))));
+        sources.emplace_back(0, n + 2 * kGuard);
+        course::poison_device(sources.back().data(), sources.back().bytes());
+        course::testing::upload<float>(sources.back().data() + kGuard, 0, values.back());
+        peers.data[j] = sources.back().data() + kGuard;
+      }
+      const course::DeviceBuffer<float> out(0, n + 2 * kGuard);
+      course::poison_device(out.data(), out.bytes());
+      enqueue_sum_of_peers(peers, out.data() + kGuard, n, stream);
+      stream.synchronize();
+      const std::vector<float> got = course::testing::read_back(out.data(), 0, out.size());
+      std::size_t wrong = 0, touched = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        float expected = values[0][i];
+        for (int j = 1; j < sources_count; ++j) expected += values[j][i];  // in float, in worker order
+        wrong += got[kGuard + i] == expected ? 0 : 1;
+      }
+      for (std::size_t i = 0; i < kGuard; ++i)
+        touched += (course::is_poisoned(got[i]) ? 0 : 1) + (course::is_poisoned(got[kGuard + n + i]) ? 0 : 1);
+      INFO("enqueue_sum_of_peers of " << sources_count << " sources, n = " << n << ": " << wrong
+                                      << " floats differ from the float sum in worker order, " << touched
+                                      << " poisoned floats around out written");
+      CHECK(wrong == 0);
+      CHECK(touched == 0);
+    }
+}
+
+TEST_CASE("the one-shot all-reduce matches a double-precision reference for 1 to 4 workers on one GPU and every count",
+          "[07-all-reduce][task:3][gpus:1][points:3]") {
+  const int gpus = require_gpus(1);
+  for (int workers = 1; workers <= 4; ++workers) {
+    AllReduceWorkspace workspace(repeated(0, workers));
+    for (const std::size_t count : counts_for(workers)) {
+      Buffers buffers(workspace, count, case_seed(310 + count));
+      poison_scratch(workspace);            // a copy not made reads NaN, not the last count's input
+      CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
+      one_shot_all_reduce(workspace, buffers.pointers, count);
+      CHECK(current_device() == gpus - 1);
+      wait_for_workers(workspace);
+      buffers.check("one-shot, " + std::to_string(workers) + " workers on GPU 0, count " + std::to_string(count));
+    }
+  }
+}
+
+TEST_CASE("the one-shot call returns at once and reads no peer's copy before it is published",
+          "[07-all-reduce][task:3][gpus:1][points:2][overlap]") {
+  require_gpus(1);
+  const AllReduceCall call = [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) {
+    one_shot_all_reduce(w, b, n);
+  };
+  for (int workers = 2; workers <= 4; ++workers) {
+    check_behind_a_held_worker("one_shot_all_reduce", call, workers, 0, case_seed(330));
+    check_behind_a_held_worker("one_shot_all_reduce", call, workers, workers - 1, case_seed(330));
+  }
+}
+
+TEST_CASE("a second one-shot call never overwrites a copy that a peer is still reading",
+          "[07-all-reduce][task:3][gpus:1][points:2]") {
+  require_gpus(1);
+  const std::size_t count = 1000003;
+  for (int workers = 2; workers <= 4; ++workers) {
+    AllReduceWorkspace workspace(repeated(0, workers));
+    Buffers first(workspace, count, case_seed(340)), second(workspace, count, case_seed(341));
+    one_shot_all_reduce(workspace, first.pointers, count);  // loads every kernel it uses
+    wait_for_workers(workspace);
+    first.reset();
+    bool delayed = false;
+    const PeerSum slow_worker_1 = [&](const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream) {
+      if (!delayed && stream == workspace.workers[1].stream.get()) {  // worker 1's sum, first call only
+        enqueue_delay(stream, 300ms);
+        delayed = true;
+      }
+      enqueue_sum_of_peers(sources, out, n, stream);
+    };
+    run_with_watchdog("two one-shot calls, worker 1's first sum delayed", kGateLimit, kGateHint, [&] {
+      one_shot_all_reduce(workspace, first.pointers, count, slow_worker_1);
+      one_shot_all_reduce(workspace, second.pointers, count);  // right away: its copies reuse the scratch
+      wait_for_workers(workspace);
+    });
+    REQUIRE(delayed);
+    first.check(std::to_string(workers) +
+                " workers, the first of two calls, worker 1's sum delayed (a wrong sum: a peer published the second "
+                "call's copy into its scratch while worker 1 was still reading the first)");
+    second.check(std::to_string(workers) + " workers, the second of two calls");
+  }
+}
+
+TEST_CASE("on distinct GPUs the one-shot matches NCCL's all-reduce of the same data and keeps the caller's device",
+          "[07-all-reduce][task:3][gpus:2][points:2]") {
+  check_on_distinct_gpus(
+      "one-shot", [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { one_shot_all_reduce(w, b, n); },
+      std::size_t{1} << 21, case_seed(350));
+}
+
+TEST_CASE("one-shot calls larger than the scratch or whose buffers do not fit are rejected before any GPU work",
+          "[07-all-reduce][task:3][gpus:1][points:1]") {
+  require_gpus(1);
+  AllReduceWorkspace workspace(repeated(0, 3), 100);
+  Buffers buffers(workspace, 101, case_seed(360));
+  const std::vector<float*> two = {buffers.pointers[0], buffers.pointers[1]};
+  const std::vector<float*> with_null = {buffers.pointers[0], nullptr, buffers.pointers[2]};
+  CHECK_THROWS_AS(one_shot_all_reduce(workspace, buffers.pointers, 101), std::invalid_argument);
+  CHECK_THROWS_AS(one_shot_all_reduce(workspace, two, 100), std::invalid_argument);
+  CHECK_THROWS_AS(one_shot_all_reduce(workspace, with_null, 100), std::invalid_argument);
+  one_shot_all_reduce(workspace, with_null, 0);  // nothing to do: a nullptr is fine
+  wait_for_workers(workspace);
+  for (int k = 0; k < 3; ++k) {
+    INFO("buffer " << k << " after three rejected calls and one of count 0: it must still hold its input");
+    CHECK(buffers.result(k) == buffers.inputs[k]);
+  }
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// What more than one of lesson 07's test files needs: the buffers of one all-reduce (seeded random
+// inputs, each worker's buffer between poisoned guard floats, a double-precision reference sum),
+// the check of every worker's result against that reference and against each other, a step or
+// sum launcher that delays one worker (to make a race visible), and the watchdog's limit and hint
+// for calls made while a stream is held. Each file's own helpers stay in its anonymous namespace.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "all_reduce.h"
+#include "common/buffers.h"
+#include "common/testing/gpu_test.h"
+#include "common/testing/stream_gate.h"
+
+namespace lesson07_tests {
+
+// The course's test helpers every file of these tests uses, named once here.
+using course::testing::case_seed;
+using course::testing::current_device;
+using course::testing::require_gpus;
+using course::testing::run_with_watchdog;
+using course::testing::StreamGate;
+using namespace std::chrono_literals;
+
+inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after every buffer (keeps 16-byte alignment)
+
+// The tolerance of one element of a sum of W floats in [-1, 1): each of the W - 1 float additions
+// rounds by at most 2^-24 of a partial sum, which is at most W in magnitude, and the ring adds in
+// another order than the reference; W * W * 2^-24 bounds it (1e-6 for 4 workers).
+double tolerance(int workers);
+
+// `workers` workers on the one GPU `device`.
+std::vector<int> repeated(int device, int workers);
+
+// Counts for `workers` workers, edges included: 0, 1, fewer than W, not divisible by W nor by 4 W, large.
+std::vector<std::size_t> counts_for(int workers);
+
+// The buffers of one all-reduce of `count` floats over the workers of a workspace: worker k's
+// input (random in [-1, 1), seeded) lives in `memory[k]` between kGuard poisoned floats, and a
+// copy of it in `sources[k]` for the tests that put it back on a worker's stream.
+struct Buffers {
+  Buffers(const lesson07::AllReduceWorkspace& workspace, std::size_t count, std::uint64_t seed);
+
+  std::size_t count;
+  std::vector<int> devices;
+  std::vector<std::vector<float>> inputs;
+  std::vector<double> reference;  // the sum of the inputs, element by element, in double
+  std::vector<course::DeviceBuffer<float>> memory, sources;
+  std::vector<float*> pointers;  // memory[k] + kGuard: what the all-reduce gets
+
+  // Synchronously: every buffer poisoned, guards included, then the inputs copied in.
+  void reset();
+  // Poisons buffer k, guards included, synchronously (not while a stream is held: it waits for the device).
+  void poison(int k);
+  // Enqueues the copy of worker k's input into its buffer on `stream` and returns (behind a gate it waits).
+  void enqueue_input(int k, cudaStream_t stream);
+  // Every worker's buffer holds the reference within tolerance(W), every worker the same bits, and
+  // every guard float is still poisoned. `what` says which call, for the messages. Worker `skip`
+  // (if any) is left out.
+  void check(const std::string& what, int skip = -1) const;
+  // Worker k's buffer, guards left out.
+  std::vector<float> result(int k) const;
+};
+
+// NCCL's in-place all-reduce of the same inputs, one rank per worker (their devices must be
+// distinct): each rank's sum, read back.
+std::vector<std::vector<float>> nccl_sums(const Buffers& buffers);
+
+// Waits for every worker's stream.
+void wait_for_workers(const lesson07::AllReduceWorkspace& workspace);
+
+// Poisons every worker's scratch, synchronously.
+void poison_scratch(const lesson07::AllReduceWorkspace& workspace);
+
+// A host function that sleeps `delay` on `stream`: everything after it on that stream waits.
+void enqueue_delay(cudaStream_t stream, std::chrono::milliseconds delay);
+
+// One of the all-reduces under test (ring_all_reduce or one_shot_all_reduce with its default launcher).
+using AllReduceCall =
+    std::function<void(lesson07::AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count)>;
+
+// `workers` workers on GPU 0, 1000003 floats; the call made once ungated (it loads its kernels), then
+// again with worker `held`'s input enqueued behind a gate on its stream (its buffer and every
+// scratch poisoned before): the call must return while the gate is closed, and every worker must
+// end with the sum once it opens. `name` names the call in the messages.
+void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
+                                std::uint64_t seed);
+
+// On every list of distinct GPUs (all of them, the last and GPU 0 twice each, {1, 0}) and every
+// count: the call, from the last GPU, leaves it current and gives the reference; where each GPU
+// appears once, the result also matches NCCL's all-reduce of the same inputs within twice the tolerance.
+void check_on_distinct_gpus(const std::string& name, const AllReduceCall& call, std::size_t one_shot_max_count,
+                            std::uint64_t seed);
+
+inline constexpr auto kGateLimit = std::chrono::seconds(100);
+inline constexpr const char* kGateHint =
+    "the call waits for something that never comes while a stream is held: cudaDeviceSynchronize, a "
+    "cudaStreamSynchronize or cudaEventSynchronize inside the call, a kernel used for the first time (its module is "
+    "loaded lazily), or a cudaStreamWaitEvent on an event recorded after it";
+
+}  // namespace lesson07_tests
