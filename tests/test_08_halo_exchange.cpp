@@ -38,8 +38,8 @@ TEST_CASE("block rows split the interior rows evenly for every worker count incl
         const course::Range rows = block_rows(ny, workers, k);
         const std::size_t interior = ny - 2;
         const std::size_t expected_size = interior / workers + (static_cast<std::size_t>(k) < interior % workers);
-        INFO("ny = " << ny << ", worker " << k << " of " << workers << ": got rows [" << rows.begin << ", "
-                     << rows.end << "), expected " << expected_size << " rows from row " << next_row
+        INFO("ny = " << ny << ", worker " << k << " of " << workers << ": got rows [" << rows.begin << ", " << rows.end
+                     << "), expected " << expected_size << " rows from row " << next_row
                      << " (the blocks tile rows 1 to ny - 2 in order; the first (ny - 2) % workers get one more)");
         CHECK(rows.begin == next_row);
         CHECK(rows.size() == expected_size);
@@ -77,8 +77,8 @@ TEST_CASE("decompose gives every worker its rows and both halos in both buffers 
         const std::vector<float> next = course::testing::read_back(w.next.data(), w.device, w.next.size());
         const course::Comparison c =
             course::compare_exact(next.data(), initial.data() + (w.rows.begin - 1) * shape.nx, next.size());
-        INFO("next (it must hold the boundary columns and outer halos too, which sweeps never write): "
-             << c.describe());
+        INFO(
+            "next (it must hold the boundary columns and outer halos too, which sweeps never write): " << c.describe());
         CHECK(c.ok());
       }
       check_state(grid, initial, "decompose");
@@ -90,9 +90,9 @@ TEST_CASE("grids and device lists that cannot be split are rejected before any C
   const std::vector<float> grid_10x5(50, 0.5f);
   const Devices none, one = {0}, three = {0, 0, 0};
   CHECK_THROWS_AS(decompose(none, 10, 5, grid_10x5), std::invalid_argument);
-  CHECK_THROWS_AS(decompose(one, 2, 25, grid_10x5), std::invalid_argument);               // ny < 3
-  CHECK_THROWS_AS(decompose(one, 25, 2, grid_10x5), std::invalid_argument);               // nx < 3
-  CHECK_THROWS_AS(decompose(one, 10, 4, grid_10x5), std::invalid_argument);               // 50 values, not 40
+  CHECK_THROWS_AS(decompose(one, 2, 25, grid_10x5), std::invalid_argument);                // ny < 3
+  CHECK_THROWS_AS(decompose(one, 25, 2, grid_10x5), std::invalid_argument);                // nx < 3
+  CHECK_THROWS_AS(decompose(one, 10, 4, grid_10x5), std::invalid_argument);                // 50 values, not 40
   CHECK_THROWS_AS(decompose(three, 4, 5, std::vector<float>(20)), std::invalid_argument);  // 2 rows, 3 workers
 }
 

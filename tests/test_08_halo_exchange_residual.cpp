@@ -22,9 +22,9 @@
 
 using namespace lesson08;
 using namespace lesson08_tests;
+using Catch::Matchers::WithinRel;
 using course::testing::Devices;
 using course::testing::show;
-using Catch::Matchers::WithinRel;
 
 namespace {
 
@@ -46,8 +46,8 @@ void check_solve(const Devices& devices, Shape shape, int max_iterations, const 
   poison_next(grid);
   const SolveReport report = solve(grid, max_iterations, options);
   INFO(show(devices) << ", grid " << shape.ny << " x " << shape.nx << ", schedule " << name_of(options.schedule)
-                     << ", solve(grid, " << max_iterations << ", check_every " << options.check_every
-                     << ", tolerance " << options.tolerance << ")");
+                     << ", solve(grid, " << max_iterations << ", check_every " << options.check_every << ", tolerance "
+                     << options.tolerance << ")");
   CHECK(report.iterations == expected_iterations);
   REQUIRE(report.residuals.size() == expected_residuals.size());
   for (std::size_t i = 0; i < expected_residuals.size(); ++i) {
@@ -107,7 +107,10 @@ TEST_CASE("the residual is checked every k sweeps without a host wait in between
     SolveReport report;
     const bool reached = progresses_while_held(
         schedule == Schedule::plain ? held.stream.get() : held.boundary_stream.get(), "solve with worker 0 held",
-        [&] { report = solve(grid, 8, {schedule, 4, 0}); }, [&] { return progress.reached(states[3]); }, seen);
+        [&] {
+          report = solve(grid, 8, {schedule, 4, 0});
+        },
+        [&] { return progress.reached(states[3]); }, seen);
     INFO("schedule " << name_of(schedule) << ", a residual every 4 sweeps: while worker 0 was held, worker 3 (three "
                      << "workers away) should have finished 3 sweeps; a host wait after every sweep (a residual "
                      << "read every iteration) stops it after one (the watcher: " << seen << ")");

@@ -51,7 +51,8 @@ double reference_residual(const std::vector<float>& before, const std::vector<fl
   double squares = 0;
   for (std::size_t y = 1; y + 1 < shape.ny; ++y)
     for (std::size_t x = 1; x + 1 < shape.nx; ++x) {
-      const double change = static_cast<double>(after[y * shape.nx + x]) - static_cast<double>(before[y * shape.nx + x]);
+      const double change =
+          static_cast<double>(after[y * shape.nx + x]) - static_cast<double>(before[y * shape.nx + x]);
       squares += change * change;
     }
   return std::sqrt(squares);
@@ -100,10 +101,14 @@ void load_kernels(int device) {
   const std::vector<int> devices = {device, device};
   try {
     Decomposition grid = decompose(devices, shape.ny, shape.nx, initial);
-    for (const auto& call : std::vector<std::function<void()>>{
-             [&] { run_plain(grid, 2); }, [&] { run_overlapped(grid, 2); },
-             [&] { (void)solve(grid, 2, {Schedule::plain, 1, 0}); },
-             [&] { (void)solve(grid, 2, {Schedule::overlapped, 1, 0}); }}) {
+    for (const auto& call :
+         std::vector<std::function<void()>>{[&] { run_plain(grid, 2); }, [&] { run_overlapped(grid, 2); },
+                                            [&] {
+                                              (void)solve(grid, 2, {Schedule::plain, 1, 0});
+                                            },
+                                            [&] {
+                                              (void)solve(grid, 2, {Schedule::overlapped, 1, 0});
+                                            }}) {
       try {
         call();
       } catch (const std::exception&) {  // not implemented yet: the call under test says so
@@ -126,7 +131,8 @@ bool Progress::reached(const std::vector<float>& expected) {
 
 void hold_while(cudaStream_t held, const std::string& what, const std::function<void()>& call,
                 std::chrono::milliseconds hold_for) {
-  (void)course::testing::run_with_stream_held(held, what, call, [] { return false; }, hold_for);
+  (void)course::testing::run_with_stream_held(
+      held, what, call, [] { return false; }, hold_for);
 }
 
 bool progresses_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,

@@ -171,8 +171,7 @@ TEST_CASE("the overlapped sweeps are all enqueued before the call waits for any"
           "[08-halo-exchange][task:3][gpus:1][points:2][overlap]") {
   require_gpus(1);
   check_progress(run_overlapped, "run_overlapped", true, 3, 3,
-                 "it is three workers away from the held one; a host wait between iterations stops it after one",
-                 330);
+                 "it is three workers away from the held one; a host wait between iterations stops it after one", 330);
 }
 
 TEST_CASE("the boundary rows are swept and sent while the same worker's interior is held back",

@@ -30,8 +30,8 @@ std::vector<float> gather(const lesson08::Decomposition& grid) {
   std::vector<float> all(grid.ny * grid.nx);
   for (const lesson08::Worker& w : grid.workers) {
     const std::size_t first = w.rows.begin - 1, count = w.rows.size() + 2;
-    CUDA_CHECK(cudaMemcpy(all.data() + first * grid.nx, w.current.data(), count * grid.nx * sizeof(float),
-                          cudaMemcpyDefault));
+    CUDA_CHECK(
+        cudaMemcpy(all.data() + first * grid.nx, w.current.data(), count * grid.nx * sizeof(float), cudaMemcpyDefault));
   }
   return all;
 }
