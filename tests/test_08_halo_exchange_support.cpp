@@ -47,6 +47,10 @@ std::vector<std::vector<float>> reference_states(const std::vector<float>& initi
   return states;
 }
 
+std::vector<std::vector<float>> random_states(Shape shape, std::uint64_t salt, int iterations) {
+  return reference_states(random_grid(shape, case_seed(salt)), shape, iterations);
+}
+
 double reference_residual(const std::vector<float>& before, const std::vector<float>& after, Shape shape) {
   double squares = 0;
   for (std::size_t y = 1; y + 1 < shape.ny; ++y)

@@ -42,6 +42,9 @@ std::vector<float> random_grid(Shape shape, std::uint64_t seed);
 // states[t] is the state after t sweeps.
 std::vector<std::vector<float>> reference_states(const std::vector<float>& initial, Shape shape, int iterations);
 
+// reference_states of a random grid of `shape` made from case_seed(salt): states[0] is the grid.
+std::vector<std::vector<float>> random_states(Shape shape, std::uint64_t salt, int iterations);
+
 // sqrt(sum over the interior of (after - before)^2), all in double.
 double reference_residual(const std::vector<float>& before, const std::vector<float>& after, Shape shape);
 

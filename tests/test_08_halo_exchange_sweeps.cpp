@@ -52,6 +52,16 @@ void check_exact(const Devices& devices, Run run, const std::string& name, std::
   }
 }
 
+// check_exact for 1 to 4 workers on one GPU, called from the last GPU; and -1 sweeps rejected.
+void check_exact_on_one_gpu(Run run, const std::string& name, std::uint64_t salt) {
+  const int count = require_gpus(1);
+  CUDA_CHECK(cudaSetDevice(count - 1));  // the caller's device is not necessarily a worker's
+  for (const Devices& devices : course::testing::shared_gpu_lists()) check_exact(devices, run, name, salt);
+  const Shape shape{6, 6};
+  Decomposition grid = decompose(Devices{0}, shape.ny, shape.nx, random_grid(shape, case_seed(salt + 1)));
+  CHECK_THROWS_AS(run(grid, -1), std::invalid_argument);
+}
+
 std::vector<Devices> distinct_lists(int count) {
   std::vector<Devices> lists = course::testing::distinct_gpu_lists(count);
   lists.push_back({1, 1, 0});  // neighbours on one GPU next to neighbours on two
@@ -62,11 +72,10 @@ std::vector<Devices> distinct_lists(int count) {
 // still be exact. Each block has 5 rows, so the first and last rows are apart from the interior.
 void check_waits(Run run, const std::string& name, bool hold_boundary_stream, std::uint64_t salt) {
   const Shape shape{17, 45};
-  const std::vector<float> initial = random_grid(shape, case_seed(salt));
-  const std::vector<std::vector<float>> states = reference_states(initial, shape, 5);
+  const std::vector<std::vector<float>> states = random_states(shape, salt, 5);
   const Devices devices = {0, 0, 0};
   load_kernels(0);
-  Decomposition grid = decompose(devices, shape.ny, shape.nx, initial);
+  Decomposition grid = decompose(devices, shape.ny, shape.nx, states[0]);
   poison_next(grid);
   const Worker& held = grid.workers[1];
   const std::string stream_name = hold_boundary_stream ? "boundary_stream" : "stream";
@@ -84,11 +93,10 @@ void check_waits(Run run, const std::string& name, bool hold_boundary_stream, st
 void check_progress(Run run, const std::string& name, bool hold_boundary_stream, std::size_t watched, int sweeps,
                     const std::string& why, std::uint64_t salt) {
   const Shape shape{4 * 5 + 2, 45};
-  const std::vector<float> initial = random_grid(shape, case_seed(salt));
-  const std::vector<std::vector<float>> states = reference_states(initial, shape, 6);
+  const std::vector<std::vector<float>> states = random_states(shape, salt, 6);
   const Devices devices = {0, 0, 0, 0};
   load_kernels(0);
-  Decomposition grid = decompose(devices, shape.ny, shape.nx, initial);
+  Decomposition grid = decompose(devices, shape.ny, shape.nx, states[0]);
   // After t sweeps the state is in the buffer that was `current` at the start when t is even.
   const Worker& w = grid.workers[watched];
   Progress progress(grid, watched, sweeps % 2 == 0 ? w.current.data() : w.next.data());
@@ -110,12 +118,7 @@ void check_progress(Run run, const std::string& name, bool hold_boundary_stream,
 
 TEST_CASE("the plain sweeps match a CPU reference of the whole grid bit for bit for 1 to 4 workers on one GPU",
           "[08-halo-exchange][task:2][gpus:1][points:5]") {
-  const int count = require_gpus(1);
-  CUDA_CHECK(cudaSetDevice(count - 1));
-  for (const Devices& devices : course::testing::shared_gpu_lists()) check_exact(devices, run_plain, "run_plain", 200);
-  const Shape shape{6, 6};
-  Decomposition grid = decompose(Devices{0}, shape.ny, shape.nx, random_grid(shape, 1));
-  CHECK_THROWS_AS(run_plain(grid, -1), std::invalid_argument);
+  check_exact_on_one_gpu(run_plain, "run_plain", 200);
 }
 
 TEST_CASE("the plain sweeps match the CPU reference on every GPU count with halos copied between GPUs",
@@ -144,13 +147,7 @@ TEST_CASE("the plain sweeps are all enqueued before the call waits for any",
 
 TEST_CASE("the overlapped sweeps match the CPU reference bit for bit for 1 to 4 workers on one GPU",
           "[08-halo-exchange][task:3][gpus:1][points:5]") {
-  const int count = require_gpus(1);
-  CUDA_CHECK(cudaSetDevice(count - 1));
-  for (const Devices& devices : course::testing::shared_gpu_lists())
-    check_exact(devices, run_overlapped, "run_overlapped", 300);
-  const Shape shape{6, 6};
-  Decomposition grid = decompose(Devices{0}, shape.ny, shape.nx, random_grid(shape, 1));
-  CHECK_THROWS_AS(run_overlapped(grid, -1), std::invalid_argument);
+  check_exact_on_one_gpu(run_overlapped, "run_overlapped", 300);
 }
 
 TEST_CASE("the overlapped sweeps match the CPU reference on every GPU count with halos copied between GPUs",

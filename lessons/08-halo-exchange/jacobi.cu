@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 #include <string>
 #include <utility>

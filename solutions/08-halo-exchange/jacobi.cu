@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -108,19 +109,12 @@ constexpr int kRowsPerThread = 8;  // each thread sweeps one column of 8 rows: 1
 constexpr std::size_t kMaxBlocksX = 4096;
 constexpr std::size_t kMaxBlocksY = 65535;
 
-// The sum of v over the block, valid in thread 0. Every thread of the block must call it.
+// The sum of v over the block, valid in thread 0 (CUB's block reduction: warp shuffles, then one
+// shared-memory step, as in lesson 04). Every thread of the block must call it.
 __device__ double block_sum(double v) {
-  __shared__ double warp_sums[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  v = 0;
-  if (warp == 0) {
-    v = lane < blockDim.x / 32 ? warp_sums[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  }
-  return v;
+  using BlockSum = cub::BlockReduce<double, kThreads>;
+  __shared__ typename BlockSum::TempStorage scratch;
+  return BlockSum(scratch).Sum(v);
 }
 
 // One or two runs of consecutive local rows ("bands"): [first[b], last[b]) for b < count. The
