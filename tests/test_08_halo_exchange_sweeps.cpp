@@ -139,7 +139,9 @@ TEST_CASE("the plain sweeps are all enqueued before the call waits for any",
   require_gpus(1);
   check_progress(run_plain, "run_plain", false, 3, 3,
                  "it is three workers away from the held one, so only the halos it needs for its fourth sweep come "
-                 "(indirectly) from it; a host wait between iterations (a synchronize in the loop) stops it after one",
+                 "(indirectly) from it; a host wait between iterations (a synchronize in the loop) stops it after "
+                 "one, and a wait for a neighbour's `sent` enqueued after that neighbour recorded this iteration's "
+                 "(waits and sweeps in one loop) chains the workers, so it does none",
                  230);
 }
 
