@@ -100,6 +100,12 @@ class Stream {
     DeviceGuard guard(device_);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
+  // The same with a priority (cudaDeviceGetStreamPriorityRange: a lower number is a higher
+  // priority): the block scheduler starts this stream's waiting blocks before other streams'.
+  Stream(int device, int priority) : device_(device) {
+    DeviceGuard guard(device_);
+    CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  }
   ~Stream() {
     if (stream_ == nullptr) return;
     int previous = 0;
