@@ -25,7 +25,6 @@
 #include "common/random.h"
 #include "common/testing/devices.h"
 #include "common/testing/gpu_test.h"
-#include "common/testing/held_stream.h"
 #include "common/timer.h"
 #include "peer_access.h"
 #include "test_03_peer_access_support.h"
@@ -96,36 +95,44 @@ TEST_CASE("a kernel adds a buffer of its own device", "[03-peer-access][task:4][
 }
 
 TEST_CASE("add_peer_buffer returns only once its kernel has finished", "[03-peer-access][task:4][gpus:1][points:1]") {
-  // 2^27 floats a buffer: the kernel runs for about half a millisecond. The moment the call
-  // returns, the test reads the last elements through pinned memory on a stream of its own (a
-  // Peeker, which waits for nothing else): a kernel launched and not waited for leaves them poisoned.
+  // 2^27 floats a buffer: the kernel reads 1 GiB and writes 512 MiB, at least as long as the device
+  // takes to copy 512 MiB (timed here with events, the yardstick). A call that waits for its kernel
+  // lasts at least that long on the host; one that launches and returns takes microseconds. The
+  // margin is wide (a third of the copy), so only a call that does not wait can fail. (Reading the
+  // last elements the moment the call returns does not work: with a grid-stride loop they belong
+  // to the first blocks, which are done long before the kernel is.)
   require_gpus(1);
-  constexpr std::size_t n = std::size_t{1} << 27, kTail = 64;
+  constexpr std::size_t n = std::size_t{1} << 27;
   const course::DeviceBuffer<float> local(0, n), remote(0, n), out(0, n);
   fill_device(local.data(), 0, n, 1.5f);
   fill_device(remote.data(), 0, n, 2.25f);  // 1.5 + 2.25 = 3.75, exact in float
-  course::testing::Peeker peek(0, kTail * sizeof(float));
-  // Both warmed up first, so that what is timed is the race itself: the kernel's first launch loads
-  // its module, and a stream's first copy sets itself up (on one H100 that took longer than the
-  // kernel's half millisecond, and a call that did not wait went unseen).
-  run_with_watchdog("add_peer_buffer on GPU 0 (warm-up)", kCopyLimit, kAddHint,
-                    [&] { add_peer_buffer(0, out.data(), local.data(), 0, remote.data(), kTail); });
-  (void)peek.values(out.data(), kTail);
+  const course::Stream stream(0);
+  const double copy_ms = course::measure(0, stream.get(), [&] {
+                           CUDA_CHECK(cudaMemcpyAsync(out.data(), local.data(), n * sizeof(float),
+                                                      cudaMemcpyDeviceToDevice, stream.get()));
+                         }).median_ms;
+  double call_ms = 0;
+  run_with_watchdog("add_peer_buffer on GPU 0", kCopyLimit, kAddHint, [&] {
+    add_peer_buffer(0, out.data(), local.data(), 0, remote.data(), n);  // warm-up: the module loads
+    {
+      const course::DeviceGuard on(0);
+      course::poison_device(out.data(), out.bytes());  // synchronizes the device
+    }
+    const auto start = std::chrono::steady_clock::now();
+    add_peer_buffer(0, out.data(), local.data(), 0, remote.data(), n);
+    call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  });
   {
     const course::DeviceGuard on(0);
-    course::poison_device(out.data(), out.bytes());  // synchronizes the device, the fills included
+    CUDA_CHECK(cudaDeviceSynchronize());  // a kernel still running must not outlive its buffers
   }
-  std::vector<float> tail;
-  run_with_watchdog("add_peer_buffer on GPU 0", kCopyLimit, kAddHint, [&] {
-    add_peer_buffer(0, out.data(), local.data(), 0, remote.data(), n);
-    tail = peek.values(out.data() + n - kTail, kTail);
-  });
-  const auto done = std::count(tail.begin(), tail.end(), 3.75f);
-  INFO(done << " of the last " << kTail << " sums were written when add_peer_buffer returned: wait for the "
-            << "kernel's stream before returning");
-  CHECK(done == static_cast<std::ptrdiff_t>(kTail));
-  const course::DeviceGuard on(0);
-  CUDA_CHECK(cudaDeviceSynchronize());  // a kernel still running must not outlive its buffers
+  INFO("add_peer_buffer of 2^27 floats returned after " << call_ms << " ms; the device copies 512 MiB in " << copy_ms
+                                                        << " ms, and the kernel moves three times that: "
+                                                        << "wait for the kernel's stream before returning");
+  CHECK(call_ms >= copy_ms / 3);
+  std::vector<float> sums(n);
+  CUDA_CHECK(cudaMemcpy(sums.data(), out.data(), out.bytes(), cudaMemcpyDeviceToHost));
+  CHECK(std::count(sums.begin(), sums.end(), 3.75f) == static_cast<std::ptrdiff_t>(n));
 }
 
 TEST_CASE("a kernel on one device adds a buffer that lives on another device",

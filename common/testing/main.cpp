@@ -51,6 +51,12 @@ CATCH_REGISTER_LISTENER(BackToDeviceZero)
 CATCH_REGISTER_LISTENER(CountCases)
 
 int main(int argc, char** argv) {
+  // Streams share the device's hardware work queues, given out in turn as streams are made: 8 of
+  // them by default, so the 9th stream queues behind the 1st. A case that holds one worker's stream
+  // and watches the others (held_stream.h) needs them independent: on one H100, lesson 08's four
+  // workers made 8 streams, the test's watcher a 9th, and the watcher waited behind the held worker.
+  // 32 is the most the driver gives; read when the CUDA context is made, so set before any CUDA call.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
   if (!course::testing::open_result_channel()) return 1;
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
