@@ -365,7 +365,10 @@ def merge_run(args: argparse.Namespace) -> int:
         for line in missing:
             print(f"  {line}")
     if args.only_missing:
-        tasks = [state.task for state in states if not state.complete]
+        tasks = [state.task for state in states if not state.complete and not state.waiting]
+        waiting = [state.task for state in states if state.waiting]
+        if waiting:
+            print(f"not resubmitted, still queued or running: tasks {slurm_jobs.array_spec(waiting)}")
         if tasks:
             print(f"resubmitting tasks {slurm_jobs.array_spec(tasks)}")
             report_submission(slurm_jobs.submit(plan, tasks))

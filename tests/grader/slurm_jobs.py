@@ -39,7 +39,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import report_csv
@@ -49,6 +48,7 @@ PLAN = "slurm.json"
 JOBS = "jobs.json"
 SCRIPTS = ("prepare.sbatch", "grade.sbatch", "merge.sbatch")
 EXIT_MISSING = 4  # grade.py --merge: some submissions were not graded
+ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")  # Slurm's job states
 _GPU_TAG = re.compile(r'"([^"\n]*\[gpus:(\d+)\][^"\n]*)"')
 
 
@@ -277,6 +277,7 @@ class TaskState:
     state: str  # in words: "done (exit status 0)", "timed out", "never ran (...)", ...
     rows: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
+    waiting: bool = False  # still queued or running: --only-missing leaves it alone
 
 
 def _read_json(path: Path) -> dict | None:
@@ -287,16 +288,26 @@ def _read_json(path: Path) -> dict | None:
 
 
 def _slurm_state(job: str) -> str:
-    """The job step's state from sacct, else scontrol ('' when neither knows it)."""
-    for argv, pattern in ((["sacct", "-n", "-P", "-X", "-j", job, "-o", "State"], r"^(\S+)"),
-                          (["scontrol", "-o", "show", "job", job], r"JobState=(\S+)")):
+    """The array task's state from sacct, else scontrol ('' when neither knows it).
+
+    Without accounting (sacct), a task cancelled while it was pending leaves no record of its
+    own: slurmctld still lists its array job, without it. That reads NOT_LISTED."""
+    def ask(argv: list[str]) -> str:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
-            continue
-        match = re.search(pattern, done.stdout.strip()) if done.returncode == 0 else None
-        if match:
-            return match.group(1)
+            return ""
+        return done.stdout if done.returncode == 0 else ""
+
+    found = re.match(r"\s*([A-Z_]+)", ask(["sacct", "-n", "-P", "-X", "-j", job, "-o", "State"]))
+    if found:
+        return found.group(1)
+    found = re.search(r"JobState=(\S+)", ask(["scontrol", "-o", "show", "job", job]))
+    if found:
+        return found.group(1)
+    array = job.partition("_")[0]
+    if array != job and re.search(rf"\bArrayJobId={array}\b", ask(["scontrol", "-o", "show", "job", array])):
+        return "NOT_LISTED"
     return ""
 
 
@@ -327,7 +338,10 @@ def task_state(plan: Plan, task: int, slurm_state=_slurm_state) -> TaskState:
         return state
     known = slurm_state(job) if job != "unknown" else ""
     seen = f", Slurm: {known}" if known else ""
-    if done is not None:
+    if known in ACTIVE:
+        state.waiting = True
+        state.state = f"not finished yet (Slurm: {known})"
+    elif done is not None:
         state.state = f"failed (exit status {done.get('exit_status')}, results incomplete{seen})"
     elif started is not None:
         log = plan.run / "slurm" / f"{job}.out"
@@ -338,10 +352,8 @@ def task_state(plan: Plan, task: int, slurm_state=_slurm_state) -> TaskState:
             state.state = "cancelled while running"
         else:
             state.state = f"did not finish (killed, or its node failed{seen})"
-    elif known.startswith("CANCELLED"):
+    elif known.startswith("CANCELLED") or known == "NOT_LISTED":
         state.state = "never ran (cancelled before it started)"
-    elif known in ("PENDING", "RUNNING", "CONFIGURING"):
-        state.state = f"not finished yet (Slurm: {known})"
     else:
         state.state = f"never ran{seen or ' (no sign of it in the run folder)'}"
     return state
