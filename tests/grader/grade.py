@@ -355,7 +355,10 @@ def report_submission(record: dict) -> None:
 
 def merge_run(args: argparse.Namespace) -> int:
     """--merge RUN [--only-missing]."""
-    plan = slurm_jobs.Plan.load(args.merge.resolve())
+    try:
+        plan = slurm_jobs.Plan.load(args.merge.resolve())
+    except slurm_jobs.SlurmError as error:
+        raise UsageError(str(error)) from error
     states, missing = slurm_jobs.merge(plan)
     graded = sum(len(state.students) for state in states if state.complete)
     print(f"{graded} of {sum(len(state.students) for state in states)} submissions graded; CSV: {plan.csv}")

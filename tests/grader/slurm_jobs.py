@@ -72,7 +72,7 @@ class Resources:
     def lines(self, gpus: bool = True) -> list[str]:
         """The #SBATCH lines; `gpus` False for the jobs that only build or merge."""
         lines = [f"#SBATCH --{name}={value}" for name, value in
-                 (("partition", self.partition), ("account", self.account)) if value]
+                 (("partition", self.partition), ("account", self.account), ("time", self.time)) if value]
         if gpus and self.gres:
             lines.append(f"#SBATCH --gres={self.gres}")
         elif gpus and self.gpus_per_task:
