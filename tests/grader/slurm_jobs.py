@@ -139,7 +139,9 @@ def _header(plan: Plan, job: str, resources: Resources, gpus: bool, output: str)
     return ["#!/bin/bash",
             f"# Written by grade.py --slurm for the class {plan.class_dir} (tests/grader/README.md).",
             f"#SBATCH --job-name={plan.name}{'-' + job if job else ''}",
-            f"#SBATCH --output={plan.run / 'slurm' / output}"] + resources.lines(gpus) + ["set -euo pipefail"]
+            f"#SBATCH --output={plan.run / 'slurm' / output}",
+            "#SBATCH --ntasks=1"  # one grade.py; Slurm 22.05 refuses --gpus-per-task without --ntasks
+            ] + resources.lines(gpus) + ["set -euo pipefail"]
 
 
 def _grade_command(plan: Plan, *extra: str) -> str:

@@ -716,7 +716,7 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual([p.name for p in paths], ["prepare.sbatch", "grade.sbatch", "merge.sbatch"])
         array, prepare, merge = (plan.run / name for name in ("grade.sbatch", "prepare.sbatch", "merge.sbatch"))
         text = array.read_text()
-        for line in ("#SBATCH --array=0-1", "#SBATCH --job-name=grade-class", "#SBATCH --time=20",
+        for line in ("#SBATCH --array=0-1", "#SBATCH --job-name=grade-class", "#SBATCH --time=20", "#SBATCH --ntasks=1",
                      "#SBATCH --gpus-per-task=1", f"#SBATCH --output={plan.run}/slurm/%A_%a.out"):
             self.assertIn(line, text.splitlines())
         self.assertNotIn("--gpus-per-task", prepare.read_text() + merge.read_text())  # building and merging need none

@@ -25,11 +25,20 @@
 #
 # Needs root (or sudo): slurmd starts jobs as their users. Install the packages first:
 #   apt-get install -y slurmd slurmctld slurm-client munge
+# or, on a host without network or apt, unpack the .deb files (fetched elsewhere with `apt-get download
+# slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libmunge2 libhwloc15 liblua5.1-0
+# libnuma1 libjson-c5 libyaml-0-2`) with `for d in *.deb; do dpkg -x "$d" /tmp/slurm-root; done` and
+# set COURSE_SLURM_PREFIX=/tmp/slurm-root: the programs, libraries and plugins are taken from there.
 set -euo pipefail
 
 dir=${COURSE_SLURM_DIR:-/tmp/course-slurm}
 port=${COURSE_SLURM_PORT:-6817}
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+prefix=${COURSE_SLURM_PREFIX:-}
+if [ -n "$prefix" ]; then
+  export PATH="$prefix/usr/sbin:$prefix/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo --preserve-env=PATH,LD_LIBRARY_PATH "$@"; fi; }
 say() { echo "single-node slurm: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
@@ -49,7 +58,12 @@ write_config() {
   cpus=$(nproc)
   memory=$(awk '/^MemTotal:/ {printf "%d", $2 / 1024 * 0.95}' /proc/meminfo)
   if [ "$gpus" = 1 ]; then
-    mapfile -t devices < <(find /dev -maxdepth 1 -regex '/dev/nvidia[0-9]+' | sort -V)
+    # (COURSE_SLURM_GPU_FILES, a list of device files, stands in for /dev/nvidia<N> in a test.)
+    if [ -n "${COURSE_SLURM_GPU_FILES:-}" ]; then
+      read -r -a devices <<<"$COURSE_SLURM_GPU_FILES"
+    else
+      mapfile -t devices < <(find /dev -maxdepth 1 -regex '/dev/nvidia[0-9]+' | sort -V)
+    fi
     [ ${#devices[@]} -gt 0 ] || die "--gpus: no /dev/nvidia<N> device files on this host"
     gres_line=" Gres=gpu:${#devices[@]}"
     gres_types="GresTypes=gpu"
@@ -69,6 +83,7 @@ SlurmdPort=$((port + 1))
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/run/munge.socket
+${prefix:+PluginDir=$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm}
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/run/slurmctld.pid
@@ -160,7 +175,10 @@ stop() {
 case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
-  env) echo "export SLURM_CONF=$dir/etc/slurm.conf" ;;
+  env)
+    echo "export SLURM_CONF=$dir/etc/slurm.conf"
+    [ -z "$prefix" ] || echo "export PATH=\"$prefix/usr/bin:\$PATH\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\""
+    ;;
   run)
     shift
     gpus=()
