@@ -154,7 +154,7 @@ stop() {
     local jobs
     jobs=$(squeue -h -o '%A' 2>/dev/null | sort -u || true)
     if [ -n "$jobs" ]; then
-      say "cancelling the jobs still queued: $(echo $jobs)"
+      say "cancelling the jobs still queued: $(tr '\n' ' ' <<<"$jobs")"
       # shellcheck disable=SC2086
       scancel $jobs 2>/dev/null || true
       for _ in $(seq 20); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 1; done
