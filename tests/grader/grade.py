@@ -147,6 +147,8 @@ def make_settings(args: argparse.Namespace) -> Settings:
         raise UsageError("--student only goes with --batch")
     if args.slurm and args.out is None:
         raise UsageError("--slurm needs --out RUN: the run folder, on a file system every node of the cluster sees")
+    if args.prepared_build is not None and args.batch is None:
+        raise UsageError("--prepared-build only goes with --batch")
     if args.per_task < 1:
         raise UsageError("--per-task must be positive")
     if args.timeout <= 0 or args.build_timeout <= 0 or (args.jobs is not None and args.jobs < 1):
