@@ -96,7 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sandbox.add_argument("--no-object-checks", action="store_true",
                          help="do not check the headers and symbols of student objects: only to try the grader's "
                               "other defences on hostile code (every report then says so)")
-    slurm = parser.add_argument_group("a class on a Slurm cluster (tests/grader/README.md, 'Grading on Slurm')")
+    slurm = parser.add_argument_group("a class on a Slurm cluster (tests/grader/README.md, 'Grading a class on Slurm')")
     slurm.add_argument("--slurm", action="store_true",
                        help="with --batch: write a job array that grades the class into the run folder --out "
                             "(on a file system every node sees): RUN/grade.sbatch, prepare.sbatch, merge.sbatch")
@@ -345,7 +345,7 @@ def write_slurm(settings: Settings, args: argparse.Namespace) -> int:
         report_submission(slurm_jobs.submit(plan))
     else:
         print(f"Submit with:  grade.py --batch {args.batch} --slurm --out {run} --submit   (or by hand: "
-              f"README, 'Grading on Slurm')")
+              f"README, 'Grading a class on Slurm')")
     return EXIT_OK
 
 
