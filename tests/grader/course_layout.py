@@ -186,6 +186,11 @@ def place_student_bytes(data: bytes, course_copy: Path, lesson: Lesson) -> None:
     touch(target)
 
 
+def safe_name(name: str) -> str:
+    """A student's folder name, usable as a path component (the folder of their reports)."""
+    return re.sub(r"[^\w.-]", "_", name) or "_"
+
+
 def touch(path: Path) -> None:
     """Sets a file's modification time to now."""
     os.utime(path, None)

@@ -7,10 +7,14 @@ that did not pass again alone), and report points as a table, Gradescope results
     python3 tests/grader/grade.py                          grade this working tree
     python3 tests/grader/grade.py --submission DIR         grade one student's files
     python3 tests/grader/grade.py --batch DIR --csv F.csv  grade each subfolder of DIR
+    python3 tests/grader/grade.py --batch DIR --slurm --out RUN [--submit]
+                                                           the same on a Slurm cluster: a job array
+    python3 tests/grader/grade.py --merge RUN [--only-missing]
+                                                           gather its results (resubmit what is missing)
 
 Exit status: 0 grading completed (whatever the score), 1 internal error (the grader, Meson or
 the course itself failed), 2 usage error, 3 --require-gpus and some case was skipped for
-missing GPUs. See tests/grader/README.md.
+missing GPUs, 4 (--merge) some submissions were not graded. See tests/grader/README.md.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -36,11 +39,12 @@ import report_csv  # noqa: E402
 import report_gradescope  # noqa: E402
 import report_junit  # noqa: E402
 import report_text  # noqa: E402
-from grading import Grader, Settings  # noqa: E402
+import slurm_jobs  # noqa: E402
+from grading import Grader, Settings, build_starters  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
 from scoring import Grade  # noqa: E402
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS = 0, 1, 2, 3
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS, EXIT_MISSING = 0, 1, 2, 3, slurm_jobs.EXIT_MISSING
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -63,6 +67,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                       help="a student's submission: only its student files are used, found as "
                            "lessons/NN-name/<file>, NN-name/<file> or <file> anywhere in DIR")
     what.add_argument("--batch", type=Path, metavar="DIR", help="grade every subfolder of DIR as one student")
+    what.add_argument("--merge", type=Path, metavar="RUN",
+                      help="gather the results of a Slurm run folder (written by --batch --slurm) into RUN/grade/")
+    parser.add_argument("--student", action="append", default=[], metavar="NAME",
+                        help="with --batch: grade only this subfolder (may be repeated)")
     parser.add_argument("--build-dir", type=Path,
                         help="where to build, outside the course (default: a folder of the user's cache, "
                              "~/.cache/multi-gpu-course-grader/<course>-<hash>)")
@@ -88,6 +96,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sandbox.add_argument("--no-object-checks", action="store_true",
                          help="do not check the headers and symbols of student objects: only to try the grader's "
                               "other defences on hostile code (every report then says so)")
+    slurm = parser.add_argument_group("a class on a Slurm cluster (tests/grader/README.md, 'Grading a class on Slurm')")
+    slurm.add_argument("--slurm", action="store_true",
+                       help="with --batch: write a job array that grades the class into the run folder --out "
+                            "(on a file system every node sees): RUN/grade.sbatch, prepare.sbatch, merge.sbatch")
+    slurm.add_argument("--submit", action="store_true",
+                       help="with --slurm: submit the build job, the array after it and the merge after the array")
+    slurm.add_argument("--per-task", type=int, default=1, metavar="K", help="students per array task (1)")
+    slurm.add_argument("--partition", help="#SBATCH --partition")
+    slurm.add_argument("--account", help="#SBATCH --account")
+    slurm.add_argument("--time", metavar="LIMIT", help="#SBATCH --time, per task (e.g. 30 or 1:00:00)")
+    slurm.add_argument("--gpus-per-task", type=int, metavar="N",
+                       help="GPUs per task, 0 for none (default: the most [gpus:G] any graded case asks for)")
+    slurm.add_argument("--gres", metavar="SPEC", help="#SBATCH --gres=SPEC (e.g. gpu:2) instead of --gpus-per-task")
+    slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="#SBATCH --cpus-per-task")
+    slurm.add_argument("--mem", metavar="SIZE", help="#SBATCH --mem, per task (e.g. 16G)")
+    slurm.add_argument("--sbatch-line", action="append", default=[], metavar="LINE",
+                       help="one more #SBATCH line in every job script, e.g. '--qos=short' (may be repeated)")
+    slurm.add_argument("--only-missing", action="store_true",
+                       help="with --merge: submit the array again for the tasks whose students are missing")
+    slurm.add_argument("--build-only", action="store_true",
+                       help="build the course's own starters in <build-dir>/pristine and stop (the build job)")
+    slurm.add_argument("--prepared-build", type=Path, metavar="DIR",
+                       help="start from the build that --build-only made in DIR (what each array task does)")
     return parser.parse_args(argv)
 
 
@@ -95,7 +126,7 @@ def default_build_dir(course: Path) -> Path:
     """A folder of the user's cache, one per course checkout, so a re-run rebuilds only what changed."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     digest = hashlib.sha1(str(course).encode()).hexdigest()[:10]
-    folder = (cache / "multi-gpu-course-grader" / f"{safe_name(course.name)}-{digest}").resolve()
+    folder = (cache / "multi-gpu-course-grader" / f"{layout.safe_name(course.name)}-{digest}").resolve()
     if folder.is_relative_to(course):  # the course holds the user's cache (a course in $HOME itself)
         folder = Path(tempfile.gettempdir()).resolve() / f"multi-gpu-course-grader-{os.getuid()}-{digest}"
     return folder
@@ -112,6 +143,14 @@ def make_settings(args: argparse.Namespace) -> Settings:
             raise UsageError(f"--{name} {folder}: no such folder")
     if args.csv is not None and args.batch is None:
         raise UsageError("--csv only goes with --batch")
+    if args.student and args.batch is None:
+        raise UsageError("--student only goes with --batch")
+    if args.slurm and args.out is None:
+        raise UsageError("--slurm needs --out RUN: the run folder, on a file system every node of the cluster sees")
+    if args.prepared_build is not None and args.batch is None:
+        raise UsageError("--prepared-build only goes with --batch")
+    if args.per_task < 1:
+        raise UsageError("--per-task must be positive")
     if args.timeout <= 0 or args.build_timeout <= 0 or (args.jobs is not None and args.jobs < 1):
         raise UsageError("--timeout, --build-timeout and -j must be positive")
     try:
@@ -192,11 +231,24 @@ def grade_single(settings: Settings, args: argparse.Namespace, out: Path) -> lis
     return [grade]
 
 
-def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tuple[list[Grade], bool]:
-    """Every subfolder of --batch; returns the grades and whether the grader failed on someone."""
+def class_folders(args: argparse.Namespace) -> list[Path]:
+    """The submissions of --batch, in the order they are graded and listed (--student: only those)."""
     folders = sorted(p for p in args.batch.resolve().iterdir() if p.is_dir() and not p.name.startswith("."))
+    if args.student:
+        unknown = sorted(set(args.student) - {folder.name for folder in folders})
+        if unknown:
+            raise UsageError(f"--student: no such submission in {args.batch}: {', '.join(unknown)}")
+        folders = [folder for folder in folders if folder.name in args.student]
     if not folders:
         raise UsageError(f"--batch {args.batch}: no submission folders in it")
+    return folders
+
+
+def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tuple[list[Grade], bool]:
+    """Every subfolder of --batch; returns the grades and whether the grader failed on someone."""
+    folders = class_folders(args)
+    if args.prepared_build is not None:
+        copy_prepared_build(args.prepared_build.resolve(), settings.build_root)
     grader = Grader(settings)
     record = MachineRecord(grader)
     grades, rows, failed = [], [], False
@@ -216,12 +268,12 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
             failed = True
             continue
         grade = grader.make_grade(student, f"the submission {folder}", lessons, record.get())
-        write_outputs(grade, out / safe_name(student), time.monotonic() - start)
+        write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
         rows.append((student, grade, ""))
         print(f"{student}: {grade.earned}/{grade.possible} points"
               + (f", {grade.ungraded} ungraded" if grade.ungraded else "")
-              + f"  ({out / safe_name(student) / 'report.txt'})")
+              + f"  ({out / layout.safe_name(student) / 'report.txt'})")
     csv_path = (args.csv or out / "grades.csv").resolve()
     report_csv.write_csv(csv_path, settings.lessons, rows)
     (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
@@ -229,16 +281,126 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
     return grades, failed
 
 
-def safe_name(name: str) -> str:
-    """A student's folder name, usable as a path component."""
-    return re.sub(r"[^\w.-]", "_", name) or "_"
+def copy_prepared_build(prepared: Path, build_root: Path) -> None:
+    """Starts a build folder from the course's starters that --build-only built in `prepared`,
+    for the class (batch/) and for learning the cases of a lesson that does not build
+    (pristine/): only the students' files are compiled then. Files keep their times."""
+    if not slurm_jobs.prepared(prepared):
+        raise UsageError(f"--prepared-build {prepared}: no finished build there (grade.py --build-only makes one)")
+    for name in ("pristine", "batch"):
+        if not (build_root / name).exists():
+            shutil.copytree(prepared / "pristine", build_root / name, symlinks=True)
+
+
+def build_only(settings: Settings) -> int:
+    """The course's own starters, built once in <build-dir>/pristine (the Slurm build job)."""
+    print(f"building the course's starters in {settings.build_root / 'pristine'}", file=sys.stderr)
+    built = build_starters(settings)
+    for slug, problem in built.items():
+        print(f"{slug}: {problem or 'built'}", file=sys.stderr)
+    (settings.build_root / "prepared.json").write_text(json.dumps(
+        {"ok": True, "course": str(settings.course), "lessons": built}, indent=2) + "\n")
+    return EXIT_OK
+
+
+def grading_options(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The options that decide how a submission is graded, for grade.py in each array task."""
+    options = ["--lessons", ",".join(lesson.slug for lesson in settings.lessons),
+               "--timeout", f"{args.timeout:g}", "--build-timeout", f"{args.build_timeout:g}"]
+    options += ["-j", str(args.jobs)] if args.jobs else []
+    options += [flag for flag, on in (("--require-gpus", args.require_gpus), ("--quiet", args.quiet),
+                                      ("--no-sandbox", args.no_sandbox),
+                                      ("--no-object-checks", args.no_object_checks)) if on]
+    options += ["--bwrap", args.bwrap] if args.bwrap else []
+    for glob in args.allow_header:
+        options += ["--allow-header", glob]
+    for name in args.allow_symbol:
+        options += ["--allow-symbol", name]
+    return options
+
+
+def write_slurm(settings: Settings, args: argparse.Namespace) -> int:
+    """--batch --slurm: the run folder's plan and job scripts; with --submit, the jobs."""
+    run = settings.out
+    students = [folder.name for folder in class_folders(args)]
+    slugs = [lesson.slug for lesson in settings.lessons]
+    gpus = args.gpus_per_task
+    if gpus is None and not args.gres:
+        gpus = slurm_jobs.gpus_needed(settings.course, slugs)
+    resources = slurm_jobs.Resources(partition=args.partition, account=args.account, time=args.time,
+                                     gpus_per_task=gpus or None, gres=args.gres, cpus_per_task=args.cpus_per_task,
+                                     mem=args.mem, extra=args.sbatch_line)
+    plan = slurm_jobs.Plan(run=run, course=settings.course, class_dir=args.batch.resolve(),
+                           build=settings.build_root, lessons=slugs,
+                           tasks=slurm_jobs.split_tasks(students, args.per_task),
+                           grade_args=grading_options(args, settings),
+                           csv=(args.csv or run / "grade" / "grades.csv").resolve(),
+                           name=f"grade-{args.batch.resolve().name}")
+    scripts = slurm_jobs.write_run(plan, resources)
+    print(f"{len(students)} submissions in {len(plan.tasks)} array tasks, "
+          f"{gpus if gpus is not None else args.gres} GPU(s) each; run folder {run}")
+    for script in scripts:
+        print(f"  {script}")
+    if args.submit:
+        report_submission(slurm_jobs.submit(plan))
+    else:
+        print(f"Submit with:  grade.py --batch {args.batch} --slurm --out {run} --submit   (or by hand: "
+              f"README, 'Grading a class on Slurm')")
+    return EXIT_OK
+
+
+def report_submission(record: dict) -> None:
+    if "prepare" in record:
+        print(f"build job {record['prepare']}")
+    print(f"array job {record['array']} (tasks {record['tasks']})\nmerge job {record['merge']}")
+
+
+def merge_run(args: argparse.Namespace) -> int:
+    """--merge RUN [--only-missing]."""
+    try:
+        plan = slurm_jobs.Plan.load(args.merge.resolve())
+    except slurm_jobs.SlurmError as error:
+        raise UsageError(str(error)) from error
+    states, missing = slurm_jobs.merge(plan)
+    graded = sum(len(state.students) for state in states if state.complete)
+    print(f"{graded} of {sum(len(state.students) for state in states)} submissions graded; CSV: {plan.csv}")
+    print(f"Per task (node, GPUs, state): {plan.run / 'grade' / 'tasks.csv'}")
+    if missing:
+        print(f"NOT GRADED ({len(missing)}; also in {plan.run / 'grade' / 'missing.txt'}):")
+        for line in missing:
+            print(f"  {line}")
+    if args.only_missing:
+        tasks = [state.task for state in states if not state.complete and not state.waiting]
+        waiting = [state.task for state in states if state.waiting]
+        if waiting:
+            print(f"not resubmitted, still queued or running: tasks {slurm_jobs.array_spec(waiting)}")
+        if tasks:
+            print(f"resubmitting tasks {slurm_jobs.array_spec(tasks)}")
+            report_submission(slurm_jobs.submit(plan, tasks))
+        else:
+            print("nothing to resubmit")
+    return EXIT_MISSING if missing else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        if args.merge is not None:
+            return merge_run(args)
+        if args.only_missing:
+            raise UsageError("--only-missing only goes with --merge")
+        if args.slurm and args.build_dir is None and args.out is not None:
+            args.build_dir = args.out / "build"  # every node must see the build the tasks start from
         settings = make_settings(args)
         out = settings.out
+        if args.build_only:
+            return build_only(settings)
+        if args.slurm:
+            if args.batch is None:
+                raise UsageError("--slurm only goes with --batch")
+            return write_slurm(settings, args)
+        if args.submit:
+            raise UsageError("--submit only goes with --slurm")
         if args.batch is None:
             grades, failed = grade_single(settings, args, out), False
         else:
@@ -246,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"grade.py: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except meson_build.SetupError as error:
+    except (meson_build.SetupError, slurm_jobs.SlurmError) as error:
         print(f"grade.py: error: {error}", file=sys.stderr)
         return EXIT_INTERNAL
     except Exception:  # noqa: BLE001 - any other failure is the grader's own bug

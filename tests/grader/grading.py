@@ -244,8 +244,7 @@ class Baseline:
 
     def __init__(self, grader: Grader):
         self._grader = grader
-        self._source = grader.settings.build_root / "pristine" / "course"
-        self._build = grader.settings.build_root / "pristine" / "build"
+        self._source, self._build = pristine_folders(grader.settings)
         self._programs: dict | None = None
         self._cases: dict[str, list | None] = {}
 
@@ -259,8 +258,7 @@ class Baseline:
         settings = self._grader.settings
         if self._programs is None:
             self._grader.say("staging the pristine course to learn the cases of lessons that did not build")
-            layout.stage_course(settings.course, self._source, keep_out=settings.staging_exclusions())
-            meson_build.setup(self._build, self._source, settings.setup_timeout)
+            stage_pristine(settings)
             self._programs = meson_build.target_programs(self._build)
         built = meson_build.compile_target(self._build, self._source, lesson.target, settings.build_timeout,
                                            settings.jobs)
@@ -276,6 +274,32 @@ class Baseline:
             return None
         self._grader._remember(listing)
         return listing.cases
+
+
+def pristine_folders(settings: Settings) -> tuple[Path, Path]:
+    """(staged course, build folder) of the course's own starters."""
+    return settings.build_root / "pristine" / "course", settings.build_root / "pristine" / "build"
+
+
+def stage_pristine(settings: Settings) -> None:
+    """Stages the course as it is (its own starters) and configures its build."""
+    source, build = pristine_folders(settings)
+    layout.stage_course(settings.course, source, keep_out=settings.staging_exclusions())
+    meson_build.setup(build, source, settings.setup_timeout)
+
+
+def build_starters(settings: Settings) -> dict[str, str]:
+    """Builds every lesson of the course's own starters once, in <build-root>/pristine (the
+    Slurm build job: each array task starts from a copy and compiles only its students' files).
+    Returns {lesson: '' or the first error}; a starter that does not build is the course's
+    problem, reported, and each task then finds it the same way a local batch would."""
+    stage_pristine(settings)
+    source, build = pristine_folders(settings)
+    built = {}
+    for lesson in settings.lessons:
+        outcome = meson_build.compile_target(build, source, lesson.target, settings.build_timeout, settings.jobs)
+        built[lesson.slug] = "" if outcome.ok else outcome.message
+    return built
 
 
 def missing_message(submission: Path | None, lesson: Lesson) -> str:

@@ -102,7 +102,18 @@ def machine_record(probe: dict | None = None, sandbox: str = "off (unknown)") ->
         "cuda_runtime": inventory["runtime"] if inventory else UNKNOWN,
         "nvcc": nvcc_version(),
         "nccl": nccl_version(),
+        **slurm_record(),
     }
+
+
+def slurm_record() -> dict:
+    """{"slurm": job, array task, node, partition} inside a Slurm job (which node graded whom); {} elsewhere."""
+    names = {"job": "SLURM_JOB_ID", "array_job": "SLURM_ARRAY_JOB_ID", "array_task": "SLURM_ARRAY_TASK_ID",
+             "node": "SLURMD_NODENAME", "partition": "SLURM_JOB_PARTITION", "gpus_on_node": "SLURM_GPUS_ON_NODE",
+             "cluster": "SLURM_CLUSTER_NAME"}
+    if not os.environ.get("SLURM_JOB_ID"):
+        return {}
+    return {"slurm": {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}}
 
 
 def describe(record: dict) -> str:

@@ -23,18 +23,31 @@ from course_layout import Lesson
 from scoring import Grade
 
 
-def write_csv(path: Path, lessons: list[Lesson], rows: list[tuple[str, Grade | None, str]]) -> None:
-    """rows: (student, grade or None, problem text)."""
+def header(lessons: list[str]) -> list[str]:
+    """The CSV's first row, for these lesson slugs."""
+    return ["student"] + lessons + ["total", "possible", "ungraded", "findings", "problem"]
+
+
+def row(student: str, lessons: list[Lesson], grade: Grade | None, problem: str) -> list:
+    """One student's row; a student the grader failed on (grade None) has only the problem."""
+    if grade is None:
+        return [student] + [""] * (len(lessons) + 4) + [problem]
+    earned = {lesson_grade.lesson.slug: lesson_grade.earned for lesson_grade in grade.lessons}
+    return [student] + [earned.get(lesson.slug, "") for lesson in lessons] + \
+        [grade.earned, grade.possible, grade.ungraded, " | ".join(grade.findings), problem]
+
+
+def write_table(path: Path, first: list[str], rows: list[list]) -> None:
+    """The header and the rows, as Python's csv module writes them (a Slurm merge rewrites the
+    rows its tasks wrote through this same function, so its CSV is byte for byte a local one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
-        header = ["student"] + [lesson.slug for lesson in lessons] + ["total", "possible", "ungraded", "findings",
-                                                                      "problem"]
-        writer.writerow(header)
-        for student, grade, problem in rows:
-            if grade is None:
-                writer.writerow([student] + [""] * (len(lessons) + 4) + [problem])
-                continue
-            earned = {lesson_grade.lesson.slug: lesson_grade.earned for lesson_grade in grade.lessons}
-            writer.writerow([student] + [earned.get(lesson.slug, "") for lesson in lessons] +
-                            [grade.earned, grade.possible, grade.ungraded, " | ".join(grade.findings), problem])
+        writer.writerow(first)
+        writer.writerows(rows)
+
+
+def write_csv(path: Path, lessons: list[Lesson], rows: list[tuple[str, Grade | None, str]]) -> None:
+    """rows: (student, grade or None, problem text)."""
+    write_table(path, header([lesson.slug for lesson in lessons]),
+                [row(student, lessons, grade, problem) for student, grade, problem in rows])

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -35,6 +36,7 @@ sys.path.insert(0, str(HERE))
 import catch2_runner as runner  # noqa: E402
 import course_layout as layout  # noqa: E402
 import meson_build  # noqa: E402
+import slurm_jobs  # noqa: E402
 from grading import Grader, Settings  # noqa: E402
 from limited_run import Outcome  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
@@ -492,27 +494,32 @@ class SubmissionTests(unittest.TestCase):
         self.assertFalse((TMP / "solutions" / "submission" / "course" / "solutions").exists())
 
 
+def make_class(batch: Path) -> None:
+    """alice uploads flat files (lesson 01 does not compile); bob uploads the course's layout,
+    without lesson 03, and with a test file and a header he changed."""
+    alice, bob = batch / "alice", batch / "bob"
+    alice.mkdir(parents=True)
+    for name in ("02-assertion/assertion.cpp", "03-starter/starter.cpp"):
+        shutil.copy(FIXTURE / "solutions" / name, alice)
+    (alice / "passing.cpp").write_text('#include "passing.h"\nint add(int a, int b) { return a + b }\n')
+    shutil.copytree(FIXTURE / "lessons", bob / "lessons")
+    (bob / "lessons/03-starter/starter.cpp").unlink()
+    (bob / "tests").mkdir()
+    (bob / "tests/lesson_02.cpp").write_text(
+        '#include <catch2/catch_test_macros.hpp>\n'
+        'TEST_CASE("multiplies, with commas [and brackets]", "[02-assertion][task:1][points:2]") {}\n')
+    with (bob / "lessons/02-assertion/assertion.h").open("a") as header:
+        header.write("#define multiply(a, b) ((a) * (b))\n")
+
+
 @needs_tools
 class BatchTests(unittest.TestCase):
-    """Two students: alice uploads flat files (lesson 01 does not compile); bob uploads the
-    course's layout, without lesson 03, and with a test file and a header he changed."""
+    """Two students (make_class)."""
 
     @classmethod
     def setUpClass(cls):
         batch = TMP / "class"
-        alice, bob = batch / "alice", batch / "bob"
-        alice.mkdir(parents=True)
-        for name in ("02-assertion/assertion.cpp", "03-starter/starter.cpp"):
-            shutil.copy(FIXTURE / "solutions" / name, alice)
-        (alice / "passing.cpp").write_text('#include "passing.h"\nint add(int a, int b) { return a + b }\n')
-        shutil.copytree(FIXTURE / "lessons", bob / "lessons")
-        (bob / "lessons/03-starter/starter.cpp").unlink()
-        (bob / "tests").mkdir()
-        (bob / "tests/lesson_02.cpp").write_text(
-            '#include <catch2/catch_test_macros.hpp>\n'
-            'TEST_CASE("multiplies, with commas [and brackets]", "[02-assertion][task:1][points:2]") {}\n')
-        with (bob / "lessons/02-assertion/assertion.h").open("a") as header:
-            header.write("#define multiply(a, b) ((a) * (b))\n")
+        make_class(batch)
         cls.csv = TMP / "class.csv"
         cls.done = run_grader("--batch", str(batch), "--build-dir", str(TMP / "batch"), "--out",
                               str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03")
@@ -656,6 +663,247 @@ class AttackTests(unittest.TestCase):
         self.assertIn("left 1 process(es) running", report)
         self.assertEqual(table_row(report, "01-passing")[1], "0/5")
         self.assertEqual(sleepers(), [])
+
+
+# ============================================================================ Slurm (no cluster needed)
+
+def slurm_plan(run: Path, tasks: list[list[str]], lessons=("01-passing",)) -> slurm_jobs.Plan:
+    return slurm_jobs.Plan(run=run, course=Path("/course"), class_dir=Path("/class room"), build=run / "build",
+                           lessons=list(lessons), tasks=tasks, grade_args=["--lessons", ",".join(lessons)],
+                           csv=run / "grade" / "grades.csv", name="grade-class")
+
+
+class SlurmScriptTests(unittest.TestCase):
+    """The job scripts grade.py --slurm writes, without a cluster."""
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="slurm-script-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def test_split_tasks_and_array_spec(self):
+        self.assertEqual(slurm_jobs.split_tasks(list("abcde"), 2), [["a", "b"], ["c", "d"], ["e"]])
+        self.assertEqual(slurm_jobs.split_tasks(list("abc"), 1), [["a"], ["b"], ["c"]])
+        self.assertEqual(slurm_jobs.array_spec([0, 1, 2, 5, 7, 8]), "0-2,5,7-8")
+        self.assertEqual(slurm_jobs.array_spec([3]), "3")
+
+    def test_resources_become_sbatch_lines(self):
+        resources = slurm_jobs.Resources(partition="gpu", account="cs101", time="30:00", gpus_per_task=2,
+                                         cpus_per_task=8, mem="32G", extra=["--qos=short", "#SBATCH --exclusive"])
+        self.assertEqual(resources.lines(), ["#SBATCH --partition=gpu", "#SBATCH --account=cs101",
+                                             "#SBATCH --time=30:00", "#SBATCH --gpus-per-task=2", "#SBATCH --cpus-per-task=8",
+                                             "#SBATCH --mem=32G", "#SBATCH --qos=short", "#SBATCH --exclusive"])
+        self.assertNotIn("#SBATCH --gpus-per-task=2", resources.lines(gpus=False))
+        gres = slurm_jobs.Resources(gpus_per_task=2, gres="gpu:h100:4").lines()
+        self.assertEqual(gres, ["#SBATCH --gres=gpu:h100:4"])  # --gres replaces --gpus-per-task
+
+    def test_gpus_needed_is_the_largest_tag_of_the_graded_lessons(self):
+        course = self.tmp / "course"
+        (course / "tests").mkdir(parents=True)
+        (course / "tests" / "test_01.cpp").write_text(textwrap.dedent('''\
+            TEST_CASE("a", "[01-a][task:1][gpus:1][points:1]") {}
+            TEST_CASE("b",
+                      "[01-a][task:1][gpus:2][points:1]") {}
+            TEST_CASE("hidden", "[01-a][.][gpus:8]") {}
+            TEST_CASE("c", "[02-b][task:1][gpus:4][points:1]") {}
+            '''))
+        self.assertEqual(slurm_jobs.gpus_needed(course, ["01-a"]), 2)
+        self.assertEqual(slurm_jobs.gpus_needed(course, ["01-a", "02-b"]), 4)
+        self.assertEqual(slurm_jobs.gpus_needed(course, ["03-c"]), 0)
+
+    def test_the_array_script_grades_each_tasks_students_as_a_batch(self):
+        plan = slurm_plan(self.tmp / "run", [["alice", "bob o'neil"], ["carol"]])
+        paths = slurm_jobs.write_run(plan, slurm_jobs.Resources(time="20", gpus_per_task=1))
+        self.assertEqual([p.name for p in paths], ["prepare.sbatch", "grade.sbatch", "merge.sbatch"])
+        array, prepare, merge = (plan.run / name for name in ("grade.sbatch", "prepare.sbatch", "merge.sbatch"))
+        text = array.read_text()
+        for line in ("#SBATCH --array=0-1", "#SBATCH --job-name=grade-class", "#SBATCH --time=20", "#SBATCH --ntasks=1",
+                     "#SBATCH --gpus-per-task=1", f"#SBATCH --output={plan.run}/slurm/%A_%a.out"):
+            self.assertIn(line, text.splitlines())
+        self.assertNotIn("--gpus-per-task", prepare.read_text() + merge.read_text())  # building and merging need none
+        self.assertNotIn("--time", prepare.read_text())
+        self.assertIn("--build-only", prepare.read_text())
+        self.assertIn(f"--merge {plan.run}", merge.read_text())
+        self.assertEqual(slurm_jobs.Plan.load(plan.run), plan)
+        for script in paths:
+            self.assertEqual(subprocess.run(["bash", "-n", str(script)]).returncode, 0, script.read_text())
+        # Run task 0 with a stand-in python3 that records its arguments and writes a CSV.
+        bin_dir = self.tmp / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "python3").write_text(textwrap.dedent('''\
+            #!/bin/bash
+            printf '%s\\n' "$@" >"$RECORD"
+            out=; while [ $# -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
+            printf 'student,01-passing,total,possible,ungraded,findings,problem\\r\\n' >"$out/grades.csv"
+            exit 3
+            '''))
+        (bin_dir / "python3").chmod(0o755)
+        env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_ARRAY_TASK_ID="0",
+                   SLURM_ARRAY_JOB_ID="41", TMPDIR=str(self.tmp), RECORD=str(self.tmp / "argv"))
+        done = subprocess.run(["bash", str(array)], env=env, capture_output=True, text=True)
+        self.assertEqual(done.returncode, 3, done.stderr)  # grade.py's exit status is the task's
+        argv = (self.tmp / "argv").read_text().splitlines()
+        self.assertEqual(argv[argv.index("--batch") + 1], "/class room")
+        self.assertEqual([argv[i + 1] for i, a in enumerate(argv) if a == "--student"], ["alice", "bob o'neil"])
+        self.assertEqual(argv[argv.index("--out") + 1], str(plan.task_folder(0)))
+        self.assertEqual(argv[argv.index("--prepared-build") + 1], str(plan.build))
+        self.assertEqual(argv[argv.index("--build-dir") + 1], str(self.tmp / "course-grade-41-0"))
+        self.assertFalse((self.tmp / "course-grade-41-0").exists())  # the node's copy is removed
+        started = json.loads((plan.task_folder(0) / "started.json").read_text())
+        finished = json.loads((plan.task_folder(0) / "done.json").read_text())
+        self.assertEqual((started["job"], finished["job"], finished["exit_status"]), ("41_0", "41_0", 3))
+        env["SLURM_ARRAY_TASK_ID"] = "7"
+        self.assertEqual(subprocess.run(["bash", str(array)], env=env, capture_output=True).returncode, 2)
+
+    def test_submit_chains_build_array_and_merge(self):
+        plan = slurm_plan(self.tmp / "run", [["alice"], ["bob"], ["carol"]])
+        slurm_jobs.write_run(plan, slurm_jobs.Resources())
+        calls = []
+
+        def fake_sbatch(argv):
+            calls.append(argv)
+            return str(100 + len(calls))
+
+        record = slurm_jobs.submit(plan, run=fake_sbatch)
+        self.assertEqual(calls, [[str(plan.run / "prepare.sbatch")],
+                                 ["--dependency=afterok:101", "--kill-on-invalid-dep=yes", "--array=0-2",
+                                  str(plan.run / "grade.sbatch")],
+                                 ["--dependency=afterany:102", str(plan.run / "merge.sbatch")]])
+        self.assertEqual((record["prepare"], record["array"], record["merge"]), ("101", "102", "103"))
+        plan.build.mkdir(parents=True)
+        (plan.build / "prepared.json").write_text('{"ok": true}')
+        calls.clear()
+        slurm_jobs.submit(plan, [0, 2], run=fake_sbatch)  # --only-missing: the build is done
+        self.assertEqual(calls[0], ["--array=0,2", str(plan.run / "grade.sbatch")])
+        self.assertEqual([r["tasks"] for r in slurm_jobs.load_jobs(plan.run)], ["0-2", "0,2"])
+
+
+class SlurmMergeTests(unittest.TestCase):
+    """grade.py --merge on a run folder whose tasks ended in every way, without a cluster."""
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="slurm-merge-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.plan = slurm_plan(self.tmp / "run", [["alice", "bob"], ["carol"], ["dave"], ["erin"], ["frank"]])
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        (self.plan.run / "jobs.json").write_text(json.dumps([{"tasks": "0-4", "array": "12"}]))
+        header = "student,01-passing,total,possible,ungraded,findings,problem\r\n"
+        self.task(0, started=True, done=0, csv=header + "alice,5,5,5,0,,\r\nbob,0,0,5,0,\"01-passing: x, y\",\r\n",
+                  students=("alice", "bob"))
+        self.task(1, started=True)  # killed: no done.json
+        (self.plan.run / "slurm" / "12_1.out").write_text("slurmstepd: *** JOB 14 ON vm CANCELLED AT 2026-11-25 "
+                                                          "DUE TO TIME LIMIT ***\n")
+        self.task(2, started=True, done=1, csv=header)  # grade.py failed before any row
+        # task 3 never ran; task 4 is still queued
+        self.states = {"12_3": "NOT_LISTED", "12_4": "PENDING"}
+
+    def task(self, number, started=False, done=None, csv=None, students=()):
+        folder = self.plan.task_folder(number)
+        folder.mkdir(parents=True)
+        if started:
+            (folder / "started.json").write_text(json.dumps({"job": f"12_{number}", "task": number}))
+        if done is not None:
+            (folder / "done.json").write_text(json.dumps({"job": f"12_{number}", "exit_status": done}))
+        if csv is not None:
+            (folder / "grades.csv").write_bytes(csv.encode())
+            (folder / "machine.json").write_text(json.dumps({"hostname": "node7", "gpu_count": 2}))
+        for student in students:
+            (folder / student / "logs").mkdir(parents=True)
+            (folder / student / "report.txt").write_text(f"{student}\n")
+
+    def merge(self):
+        return slurm_jobs.merge(self.plan, slurm_state=lambda job: self.states.get(job, ""))
+
+    def test_every_student_has_a_row_and_the_missing_are_named(self):
+        states, missing = self.merge()
+        with self.plan.csv.open(newline="") as table:
+            rows = list(csv.reader(table))
+        self.assertEqual([row[0] for row in rows], ["student", "alice", "bob", "carol", "dave", "erin", "frank"])
+        self.assertEqual(rows[1], ["alice", "5", "5", "5", "0", "", ""])
+        self.assertEqual(rows[2][5], "01-passing: x, y")
+        problems = {row[0]: row[-1] for row in rows[3:]}
+        self.assertEqual(problems["carol"], "not graded: Slurm job 12_1 (task 1) timed out (the task's --time ran out)")
+        self.assertIn("Slurm job 12_2 (task 2) failed (exit status 1, results incomplete", problems["dave"])
+        self.assertEqual(problems["erin"], "not graded: Slurm job 12_3 (task 3) never ran (cancelled before it started)")
+        self.assertEqual(problems["frank"], "not graded: Slurm job 12_4 (task 4) not finished yet (Slurm: PENDING)")
+        self.assertTrue(all(row[1:6] == [""] * 5 for row in rows[3:]))
+        self.assertEqual([line.split(":")[0] for line in missing], ["carol", "dave", "erin", "frank"])
+        self.assertIn("log " + str(self.plan.run / "slurm" / "12_1.out"), missing[0])
+        self.assertEqual((self.plan.run / "grade" / "missing.txt").read_text(), "".join(m + "\n" for m in missing))
+        self.assertEqual([s.task for s in states if s.waiting], [4])  # --only-missing leaves it alone
+        self.assertEqual((self.plan.run / "grade" / "alice" / "report.txt").read_text(), "alice\n")
+        self.assertFalse((self.plan.run / "grade" / "carol").exists())
+        self.assertIn("0,12_0,done (exit status 0),node7,2", (self.plan.run / "grade" / "tasks.csv").read_text())
+
+    def test_merging_twice_writes_the_same_files(self):
+        def snapshot():
+            return {str(p.relative_to(self.plan.run)): p.read_bytes()
+                    for p in sorted((self.plan.run / "grade").rglob("*")) if p.is_file()}
+        self.merge()
+        first = snapshot()
+        self.merge()
+        self.assertEqual(snapshot(), first)
+
+    def test_a_task_graded_again_replaces_its_missing_rows(self):
+        self.merge()
+        shutil.rmtree(self.plan.task_folder(1))
+        self.task(1, started=True, done=0, csv="student,01-passing,total,possible,ungraded,findings,problem\r\n"
+                  "carol,5,5,5,0,,\r\n", students=("carol",))
+        _, missing = self.merge()
+        self.assertEqual([line.split(":")[0] for line in missing], ["dave", "erin", "frank"])
+        self.assertIn(b"\r\ncarol,5,5,5,0,,\r\n", self.plan.csv.read_bytes())
+        self.assertTrue((self.plan.run / "grade" / "carol" / "report.txt").is_file())
+
+    def test_merge_of_a_folder_that_is_no_run(self):
+        done = subprocess.run([sys.executable, str(GRADE), "--merge", str(self.tmp)], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("no slurm.json", done.stderr)
+
+
+@needs_tools
+class SlurmRunWithoutClusterTests(unittest.TestCase):
+    """The fixture's class through --slurm, its job scripts run by hand as Slurm would run them
+    (one task left out, then run): the merged CSV is the local batch's, byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.batch = TMP / "slurm-class"
+        make_class(cls.batch)
+        common = ("--batch", str(cls.batch), "--build-dir", str(TMP / "slurm-build"), "--lessons", "01,02")
+        cls.local = run_grader(*common, "--out", str(TMP / "slurm-local"))
+        cls.run_dir = TMP / "slurm-run"
+        cls.written = run_grader(*common, "--slurm", "--out", str(cls.run_dir), "--gpus-per-task", "0")
+
+    def script(self, name, task=None):
+        env = dict(os.environ, COURSE_GRADER_TEST_GPU_COUNT="0", TMPDIR=str(TMP))
+        if task is not None:
+            env.update(SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_JOB_ID="9")
+        return subprocess.run(["bash", str(self.run_dir / name)], env=env, capture_output=True, text=True, timeout=600)
+
+    def merge(self):
+        return subprocess.run([sys.executable, str(GRADE), "--merge", str(self.run_dir)], capture_output=True, text=True,
+                              env=dict(os.environ, PATH="/nonexistent"))  # no sacct, no scontrol
+
+    def test_scripts_run_by_hand_give_the_local_csv(self):
+        self.assertEqual(self.local.returncode, 0, self.local.stderr)
+        self.assertEqual(self.written.returncode, 0, self.written.stderr)
+        self.assertIn("2 submissions in 2 array tasks, 0 GPU(s) each", self.written.stdout)
+        self.assertNotIn("--gpus-per-task", (self.run_dir / "grade.sbatch").read_text())
+        done = self.script("prepare.sbatch")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        done = self.script("grade.sbatch", 0)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        merged = self.merge()
+        self.assertEqual(merged.returncode, slurm_jobs.EXIT_MISSING, merged.stderr)
+        self.assertIn("bob: Slurm job unknown (task 1): never ran", merged.stdout)
+        done = self.script("grade.sbatch", 1)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("Compiling", (self.run_dir / "tasks" / "0001" / "bob" / "logs" / "01-passing.log").read_text())
+        self.assertNotIn("fixture_support", (self.run_dir / "tasks" / "0001" / "bob" / "logs" / "01-passing.log").read_text())
+        merged = self.merge()
+        self.assertEqual(merged.returncode, 0, merged.stdout + merged.stderr)
+        self.assertEqual((self.run_dir / "grade" / "grades.csv").read_bytes(),
+                         (TMP / "slurm-local" / "grades.csv").read_bytes())
+        self.assertEqual((self.run_dir / "grade" / "missing.txt").read_text(), "")
 
 
 if __name__ == "__main__":
