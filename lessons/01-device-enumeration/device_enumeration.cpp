@@ -4,7 +4,7 @@
 // Lesson 01: device enumeration. Find the GPUs, describe them, choose the ones a job can use.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 01-device-enumeration --print-errorlogs
-// checks your work. Everything outside the TODO regions stays as it is.
+// checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
 #include "device_enumeration.h"
 
 #include <cuda_runtime.h>
