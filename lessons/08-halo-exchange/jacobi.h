@@ -33,7 +33,9 @@ namespace lesson08 {
 
 // ---- Given: a worker (jacobi_workers.cpp) ------------------------------------------------------
 
-// Scratch for task 4's residual: kResidualScratch doubles per worker, one partial sum per block.
+// Scratch for task 4's residual: kResidualScratch doubles per worker, one partial sum per block, so
+// a sweep that computes the residual launches at most that many blocks (grid-stride loops do the
+// rest of the rows).
 constexpr std::size_t kResidualScratch = std::size_t{1} << 16;
 
 // One worker: a block of consecutive interior rows, its memory and its streams, all on `device`.
@@ -53,10 +55,16 @@ struct Worker {
   course::Stream stream;                  // task 2: all the work; task 3: the interior rows
   course::Stream boundary_stream;         // task 3: the first and last rows and their sends; the
                                           // device's greatest priority
-  course::Event sent;                     // free: record after this worker's halo rows are sent
-  course::Event interior_done;            // free: record after this worker's interior sweep
-  course::DeviceBuffer<double> partials;  // task 4: kResidualScratch doubles of scratch
-  course::DeviceBuffer<double> residual;  // task 4: 2 doubles, this worker's share of the residual
+  course::Event sent;                     // tasks 2-3: recorded after this sweep's sends (on the
+                                          // stream that sends); waited for by the neighbours before
+                                          // their next sweep, and in task 3 by this worker's interior
+  course::Event interior_done;            // task 3: recorded on `stream` after the interior sweep;
+                                          // waited for by boundary_stream before the next sweep
+  course::DeviceBuffer<double> partials;  // task 4: kResidualScratch doubles of scratch (two kernels
+                                          // running at once need a part each)
+  course::DeviceBuffer<double> residual;  // task 4: 2 doubles, this worker's share of the residual:
+                                          // one slot per stream that computes a part (task 3 sweeps
+                                          // on two); the plain schedule needs one
 };
 
 // The whole grid, split. The events are made with cudaEventDisableTiming.
@@ -64,7 +72,8 @@ struct Decomposition {
   std::size_t ny = 0;
   std::size_t nx = 0;
   std::vector<Worker> workers;                  // one per entry of the device list, in order
-  course::PinnedBuffer<double> host_residuals;  // task 4: 2 doubles per worker, pinned
+  course::PinnedBuffer<double> host_residuals;  // task 4: 2 doubles per worker, pinned: worker k's
+                                                // residual slots go to 2k and 2k + 1
 };
 
 // ---- Task 1: decompose -------------------------------------------------------------------------
@@ -85,7 +94,8 @@ course::Range block_rows(std::size_t ny, int workers, int k);
 // never asked for peer access to itself). Returns when the data is on the devices; leaves the
 // caller's current device as it was. Throws std::invalid_argument, before any CUDA call, for an
 // empty device list, ny < 3, nx < 3, initial.size() != ny * nx, or fewer interior rows than
-// workers (ny - 2 < devices.size()): every worker has at least one row.
+// workers (ny - 2 < devices.size()): every worker has at least one row (one with none would have no
+// row to send its neighbours).
 Decomposition decompose(std::span<const int> devices, std::size_t ny, std::size_t nx, std::span<const float> initial);
 
 // ---- Task 2: sweep and exchange halos ------------------------------------------------------------
@@ -94,13 +104,18 @@ Decomposition decompose(std::span<const int> devices, std::size_t ny, std::size_
 // state the workers hold. In each iteration, every worker, with its device current, on its
 // `stream`:
 //  - sweeps: every interior point of its rows, read from `current`, written to `next`;
-//  - sends: its first row goes into the halo below (the last local row of `next`) of the worker
-//    above, its last row into the halo above (local row 0 of `next`) of the worker below, by
-//    cudaMemcpyPeerAsync on its own stream after its sweep (or written there directly by the
-//    sweep kernel through peer access); then it records `sent`;
+//  - sends: its first row (local row 1 of its `next`, just swept) goes into the halo below (the
+//    last local row of `next`) of the worker above, its last row into the halo above (local row 0
+//    of `next`) of the worker below, by cudaMemcpyPeerAsync on its own stream after its sweep (or
+//    written there directly by the sweep kernel through peer access); then it records `sent`.
+//    Worker 0 sends nothing up, the last worker nothing down (those halos are the grid's boundary);
 //  - before its next sweep, its stream waits (cudaStreamWaitEvent) for the `sent` of each
-//    neighbour: a halo is read only after it has arrived, and overwritten only after it was read;
-//  - then std::swap(current, next) (the DeviceBuffer objects: nothing is copied back).
+//    neighbour: a halo is read only after it has arrived, and overwritten only after it was read.
+//    A wait refers to the event's latest record when it is enqueued: enqueue every worker's waits
+//    of an iteration before any worker records that iteration's `sent`;
+//  - then, once every worker's sends are enqueued, std::swap(current, next) (the DeviceBuffer
+//    objects: nothing is copied back, so after an odd number of sweeps the state lies in the
+//    memory that was `next`).
 // No host wait between iterations: every iteration is enqueued before the call waits, once, at
 // the end. When it returns, every worker's `current` holds its rows and both halos after the
 // iterations, and its work is done. Leaves the caller's current device as it was. Throws
@@ -115,8 +130,10 @@ void run_plain(Decomposition& grid, int iterations);
 //    its own `interior_done` of the previous iteration; sweeps its first and last rows (one row
 //    when the block has one), sends them as in task 2, records `sent`;
 //  - on `stream`, meanwhile: waits for its own `sent` of the previous iteration; sweeps the other
-//    rows (none when the block has two rows or fewer), records `interior_done`;
+//    rows (none when the block has two rows or fewer), records `interior_done` (even when none);
 //  - std::swap(current, next).
+// As in task 2, every wait of an iteration (both streams, every worker) is enqueued before any
+// event of that iteration is recorded.
 // No host wait between iterations; when it returns, everything is done, as in task 2. Leaves the
 // caller's current device as it was. Throws std::invalid_argument, before any CUDA call, for
 // iterations < 0.
@@ -132,7 +149,7 @@ enum class Schedule {
 struct SolveOptions {
   Schedule schedule = Schedule::overlapped;
   int check_every = 100;  // the residual of every check_every-th sweep is computed, at least 1
-  double tolerance = 0;   // stop after the first residual <= tolerance (0: only at max_iterations)
+  double tolerance = 0;   // stop after the first residual <= tolerance (0: only an exact 0 stops early)
 };
 
 struct SolveReport {
