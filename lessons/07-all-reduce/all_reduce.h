@@ -43,7 +43,7 @@ struct Worker {
   course::Stream stream;  // the all-reduce runs here; the caller orders its own work on it too
   // Ring (task 1).
   course::Event entered;                 // free for you to record when a call starts on this worker
-  std::vector<course::Event> step_done;  // 2(W-1) events: free for you to record after step s
+  std::vector<course::Event> step_done;  // 2(W-1) events: free for you to record after step t (task 1)
   // One-shot (task 3).
   course::Event published;              // free for you to record once the input is copied to scratch
   course::Event read_done;              // free for you to record once every peer's scratch is read
@@ -101,20 +101,23 @@ course::Range ring_chunk(std::size_t count, int workers, int chunk);
 // Both are 16-byte aligned. n = 0 enqueues nothing. Reads and writes nothing outside [0, n).
 void enqueue_ring_step(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream);
 
-// How one step is enqueued: enqueue_ring_step's signature. The tests pass one that delays a worker.
+// How one step is enqueued: enqueue_ring_step's signature. The tests pass one that, for one worker,
+// enqueues a 300 ms host-function sleep on its stream and then calls enqueue_ring_step: make every
+// step through the `step` you are given.
 using RingStep = std::function<void(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream)>;
 
 // Task 1. The ring all-reduce, in place. With W workers and chunks ring_chunk(count, W, c), worker k
 // receives from its left neighbour L = (k - 1 + W) % W; every step is one call of
 //     step(buffers[L] + chunk begin, buffers[k] + chunk begin, chunk size, add, workers[k].stream)
-// with worker k's device current:
+// with worker k's device current, for empty chunks too (size 0):
 //  - reduce-scatter, steps s = 0 .. W-2: worker k adds L's chunk (k - 1 - s) mod W into its own
 //    (add = true). After it, worker k holds the whole sum of chunk (k + 1) mod W.
 //  - all-gather, steps s = 0 .. W-2: worker k copies L's chunk (k - s) mod W over its own (add = false).
-// Worker k's step s reads what L wrote in its step s - 1 (step 0 of the reduce-scatter: what the
-// caller left in buffer L), so it waits, on the GPU, for an event L recorded after that; and each
-// worker's stream, at the end of the call, waits for the event its right neighbour recorded after
-// its last step (the last reader of this buffer). W = 1 or count = 0: nothing to do.
+// Counted through both halves, the steps are t = 0 .. 2(W-1)-1 (all-gather step s is t = W-1 + s).
+// Worker k's step t reads what L wrote in its step t - 1 (t = 0: what the caller left in buffer L),
+// so it waits, on the GPU, for an event L recorded after that; and each worker's stream, at the
+// end of the call, waits for the event its right neighbour recorded after its last step (the last
+// reader of this buffer). W = 1 or count = 0: nothing to do (after the buffer checks).
 void ring_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
                      const RingStep& step = enqueue_ring_step);
 
@@ -153,7 +156,8 @@ struct PeerSources {
 // `out` is memory of the current device; every pointer is 16-byte aligned. n = 0 enqueues nothing.
 void enqueue_sum_of_peers(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream);
 
-// How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass one that delays a worker.
+// How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass one that, for one
+// worker, enqueues a 300 ms host-function sleep on its stream and then calls enqueue_sum_of_peers.
 using PeerSum = std::function<void(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream)>;
 
 // Task 3. The one-shot all-reduce, in place, for count <= workspace.one_shot_max_count:
@@ -202,11 +206,12 @@ std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows);
 // Task 4. For each count of `counts` (strictly ascending, each in [1, one_shot_max_count]), times
 // one_shot_all_reduce and ring_all_reduce on buffers[k][0, count) (every buffer holds at least
 // counts.back() floats; their values are lost): `warmup` untimed calls, then `repeats` calls
-// enqueued back to back and one wait for every worker's stream, host clock, ms per call. Stores
-// crossover_from(rows) in workspace.crossover_count and returns the rows. Leaves the caller's
-// current device as it was. Throws std::invalid_argument, before any CUDA call, for an empty or
-// not strictly ascending `counts`, a count of 0 or above one_shot_max_count, repeats < 1 or
-// warmup < 0 (besides the cases every all-reduce rejects).
+// enqueued back to back and one wait for every worker's stream (this function waits on the host:
+// that is how it times), host clock, ms per call. Stores crossover_from(rows) in
+// workspace.crossover_count and returns the rows. Leaves the caller's current device as it was.
+// Throws std::invalid_argument, before any CUDA call (the stored crossover stays as it was), for
+// an empty or not strictly ascending `counts`, a count of 0 or above one_shot_max_count,
+// repeats < 1 or warmup < 0 (besides the cases every all-reduce rejects).
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,
                                                std::span<const std::size_t> counts, int warmup = 2, int repeats = 20);
 
