@@ -79,10 +79,6 @@ void check_slots(const SplitWorkspace& workspace, const std::vector<float>& valu
   if (on_device) CHECK(read_double(workspace.total.data()) == exact_sum(values, 0, n));
 }
 
-std::vector<int> repeated(int device, int workers) {
-  return std::vector<int>(static_cast<std::size_t>(workers), device);
-}
-
 std::function<bool()> others_hold_their_sums(const SplitWorkspace& workspace, const std::vector<float>& values,
                                              std::size_t n, int held) {
   struct Watched {

@@ -17,6 +17,7 @@
 #include "common/buffers.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/held_stream.h"
+#include "common/testing/workers.h"
 #include "split_reduction.h"
 
 namespace lesson04_tests {
@@ -26,6 +27,7 @@ using course::testing::case_seed;
 using course::testing::current_device;
 using course::testing::HeldOutcome;
 using course::testing::Peeker;
+using course::testing::repeated;
 using course::testing::require_gpus;
 using course::testing::run_with_stream_held;
 using course::testing::run_with_watchdog;
@@ -54,9 +56,6 @@ void poison_results(lesson04::SplitWorkspace& workspace);
 // Every worker's sum slot holds its slice's sum; on_device also gathers them and their total.
 void check_slots(const lesson04::SplitWorkspace& workspace, const std::vector<float>& values, std::size_t n,
                  bool on_device);
-
-// `workers` workers on the one GPU `device`.
-std::vector<int> repeated(int device, int workers);
 
 // The watch of run_with_stream_held for a split sum of values[0, n) with worker `held` held back:
 // whether every other worker's sum slot holds its slice's sum, read through Peekers (pinned

@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cstdint>
@@ -30,22 +29,9 @@ using namespace lesson06_tests;
 using course::testing::HeldOutcome;
 using course::testing::run_with_stream_held;
 
-namespace {
+using course::testing::returns_while_held;
 
-// Runs `call` on a thread of its own while `held` is held (run_with_stream_held) and says whether
-// it returned before the gate opened, after `patience` at most.
-bool returns_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,
-                        std::chrono::milliseconds patience = std::chrono::seconds(5)) {
-  std::atomic<bool> returned{false};
-  const HeldOutcome outcome = run_with_stream_held(
-      held, what,
-      [&] {
-        call();
-        returned = true;
-      },
-      [&] { return returned.load(); }, patience);
-  return outcome.others_finished;
-}
+namespace {
 
 // Communicators for every GPU, 2^20 random floats a rank, and one all-reduce already made (its
 // kernels loaded) before any gate closes.

@@ -97,18 +97,9 @@ TEST_CASE("a ring step adds or copies every length and touches nothing around it
 
 TEST_CASE("the ring all-reduce matches a double-precision reference for 1 to 4 workers on one GPU and every count",
           "[07-all-reduce][task:1][gpus:1][points:3]") {
-  const int gpus = require_gpus(1);
-  for (int workers = 1; workers <= 4; ++workers) {
-    AllReduceWorkspace workspace(repeated(0, workers));
-    for (const std::size_t count : counts_for(workers)) {
-      Buffers buffers(workspace, count, case_seed(120 + count));
-      CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
-      ring_all_reduce(workspace, buffers.pointers, count);
-      CHECK(current_device() == gpus - 1);
-      wait_for_workers(workspace);
-      buffers.check("ring, " + std::to_string(workers) + " workers on GPU 0, count " + std::to_string(count));
-    }
-  }
+  check_matches_reference(
+      "ring", [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { ring_all_reduce(w, b, n); }, 120,
+      /*poison_scratch=*/false);
 }
 
 TEST_CASE("the ring call returns at once and no step reads a chunk before its left neighbour wrote it",

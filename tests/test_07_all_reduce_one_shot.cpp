@@ -65,19 +65,10 @@ TEST_CASE("the sum of peers adds 1 to 8 sources in worker order for every length
 
 TEST_CASE("the one-shot all-reduce matches a double-precision reference for 1 to 4 workers on one GPU and every count",
           "[07-all-reduce][task:3][gpus:1][points:3]") {
-  const int gpus = require_gpus(1);
-  for (int workers = 1; workers <= 4; ++workers) {
-    AllReduceWorkspace workspace(repeated(0, workers));
-    for (const std::size_t count : counts_for(workers)) {
-      Buffers buffers(workspace, count, case_seed(310 + count));
-      poison_scratch(workspace);            // a copy not made reads NaN, not the last count's input
-      CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
-      one_shot_all_reduce(workspace, buffers.pointers, count);
-      CHECK(current_device() == gpus - 1);
-      wait_for_workers(workspace);
-      buffers.check("one-shot, " + std::to_string(workers) + " workers on GPU 0, count " + std::to_string(count));
-    }
-  }
+  check_matches_reference(
+      "one-shot", [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { one_shot_all_reduce(w, b, n); },
+      310,
+      /*poison_scratch=*/true);
 }
 
 TEST_CASE("the one-shot call returns at once and reads no peer's copy before it is published",

@@ -11,7 +11,6 @@
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <set>
 #include <thread>
 
@@ -28,10 +27,6 @@ namespace lesson07_tests {
 
 double tolerance(int workers) {
   return static_cast<double>(workers) * workers * std::ldexp(1.0, -24);
-}
-
-std::vector<int> repeated(int device, int workers) {
-  return std::vector<int>(static_cast<std::size_t>(workers), device);
 }
 
 std::vector<std::size_t> counts_for(int workers) {
@@ -149,6 +144,23 @@ void poison_scratch(const AllReduceWorkspace& workspace) {
   }
 }
 
+void check_matches_reference(const std::string& name, const AllReduceCall& call, std::uint64_t salt,
+                             bool poison_scratch_first) {
+  const int gpus = require_gpus(1);
+  for (int workers = 1; workers <= 4; ++workers) {
+    AllReduceWorkspace workspace(repeated(0, workers));
+    for (const std::size_t count : counts_for(workers)) {
+      Buffers buffers(workspace, count, case_seed(salt + count));
+      if (poison_scratch_first) poison_scratch(workspace);
+      CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
+      call(workspace, buffers.pointers, count);
+      CHECK(current_device() == gpus - 1);
+      wait_for_workers(workspace);
+      buffers.check(name + ", " + std::to_string(workers) + " workers on GPU 0, count " + std::to_string(count));
+    }
+  }
+}
+
 void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
                                 std::uint64_t seed) {
   const std::size_t count = 1000003;
@@ -160,17 +172,13 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
   buffers.reset();
   buffers.poison(held);
   poison_scratch(workspace);
-  bool returned = false;
-  run_with_watchdog(name + " with a worker held back", kGateLimit, kGateHint, [&] {
-    StreamGate gate(workspace.workers[held].stream);
-    auto running = std::async(std::launch::async, [&] {
-      buffers.enqueue_input(held, workspace.workers[held].stream);  // lands only when the gate opens
-      call(workspace, buffers.pointers, count);
-    });
-    returned = running.wait_for(3s) == std::future_status::ready;
-    gate.open();
-    running.get();
-  });
+  const bool returned = returns_while_held(
+      workspace.workers[held].stream, name + " with a worker held back",
+      [&] {
+        buffers.enqueue_input(held, workspace.workers[held].stream);  // lands only when the gate opens
+        call(workspace, buffers.pointers, count);
+      },
+      3s);
   wait_for_workers(workspace);
   INFO(name << ", " << workers << " workers on GPU 0, worker " << held << " held: the call "
             << (returned ? "returned while the worker was held"

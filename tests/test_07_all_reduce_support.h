@@ -21,16 +21,18 @@
 #include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/testing/gpu_test.h"
-#include "common/testing/stream_gate.h"
+#include "common/testing/held_stream.h"
+#include "common/testing/workers.h"
 
 namespace lesson07_tests {
 
 // The course's test helpers every file of these tests uses, named once here.
 using course::testing::case_seed;
 using course::testing::current_device;
+using course::testing::repeated;
 using course::testing::require_gpus;
+using course::testing::returns_while_held;
 using course::testing::run_with_watchdog;
-using course::testing::StreamGate;
 using namespace std::chrono_literals;
 
 inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after every buffer (keeps 16-byte alignment)
@@ -39,9 +41,6 @@ inline constexpr std::size_t kGuard = 64;  // poisoned floats before and after e
 // rounds by at most 2^-24 of a partial sum, which is at most W in magnitude, and the ring adds in
 // another order than the reference; W * W * 2^-24 bounds it (1e-6 for 4 workers).
 double tolerance(int workers);
-
-// `workers` workers on the one GPU `device`.
-std::vector<int> repeated(int device, int workers);
 
 // Counts for `workers` workers, edges included: 0, 1, fewer than W, not divisible by W nor by 4 W, large.
 std::vector<std::size_t> counts_for(int workers);
@@ -89,6 +88,13 @@ void enqueue_delay(cudaStream_t stream, std::chrono::milliseconds delay);
 // One of the all-reduces under test (ring_all_reduce or one_shot_all_reduce with its default launcher).
 using AllReduceCall =
     std::function<void(lesson07::AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count)>;
+
+// 1 to 4 workers on GPU 0 and every count (the caller on the last GPU): the call leaves the
+// caller's device current and every worker ends with the double-precision reference. The seed of
+// each count is case_seed(salt + count); with poison_scratch, every worker's scratch is poisoned
+// before each call (a copy the call does not make then reads NaN, not an earlier count's input).
+void check_matches_reference(const std::string& name, const AllReduceCall& call, std::uint64_t salt,
+                             bool poison_scratch);
 
 // `workers` workers on GPU 0, 1000003 floats; the call made once ungated (it loads its kernels), then
 // again with worker `held`'s input enqueued behind a gate on its stream (its buffer and every

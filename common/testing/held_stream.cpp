@@ -37,8 +37,8 @@ std::string HeldOutcome::describe(const std::string& held_worker) const {
     out << "while " << held_worker << " was held, the test could not even read device memory: a CUDA call of "
         << "yours waited for the held stream and held up every other thread. The usual cause is a cudaMemcpy or "
         << "cudaMemcpyAsync into pageable memory (a local variable, a std::vector): it is synchronous, it waits "
-        << "for its stream, and other threads' copies wait behind it. Copy into pinned memory (the workspace "
-        << "has a pinned place for it), on the worker's stream, and wait once at the end";
+        << "for its stream, and other threads' copies wait behind it. Copy into pinned memory (the lesson's "
+        << "contract says where), on the worker's stream, and wait once at the end";
   else if (others_finished)
     out << "while " << held_worker << " was held, the other workers finished";
   else
@@ -95,6 +95,19 @@ HeldOutcome run_with_stream_held(cudaStream_t held, const std::string& what, con
         if (watch_error) std::rethrow_exception(watch_error);
       });
   return outcome;
+}
+
+bool returns_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,
+                        std::chrono::milliseconds patience) {
+  std::atomic<bool> returned{false};
+  const HeldOutcome outcome = run_with_stream_held(
+      held, what,
+      [&] {
+        call();
+        returned = true;
+      },
+      [&] { return returned.load(); }, patience);
+  return outcome.others_finished;
 }
 
 }  // namespace course::testing

@@ -68,4 +68,10 @@ HeldOutcome run_with_stream_held(cudaStream_t held, const std::string& what, con
                                  const std::function<bool()>& others_finished,
                                  std::chrono::milliseconds patience = std::chrono::seconds(5));
 
+// Whether `call`, started while `held` is held, returned before the gate opened, within `patience`:
+// what a call that only enqueues its work ("returns at once", as NCCL's do) must do. The same
+// held-stream run as above, watching the call itself.
+bool returns_while_held(cudaStream_t held, const std::string& what, const std::function<void()>& call,
+                        std::chrono::milliseconds patience = std::chrono::seconds(5));
+
 }  // namespace course::testing

@@ -29,6 +29,10 @@ Devices all_gpus(int count) {
   return all;
 }
 
+Devices repeated(int device, int workers) {
+  return Devices(static_cast<std::size_t>(workers), device);
+}
+
 std::string show(std::span<const int> devices) {
   std::string text = "{";
   for (std::size_t k = 0; k < devices.size(); ++k) text += (k ? ", " : "") + std::to_string(devices[k]);

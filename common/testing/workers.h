@@ -28,7 +28,8 @@ std::vector<Devices> shared_gpu_lists();
 std::vector<Devices> distinct_gpu_lists(int count);
 // Both of the above.
 std::vector<Devices> worker_lists(int count);
-Devices all_gpus(int count);  // {0, 1, .., count-1}
+Devices all_gpus(int count);                // {0, 1, .., count-1}
+Devices repeated(int device, int workers);  // {device, device, ..}: `workers` workers on one GPU
 
 std::string show(std::span<const int> devices);  // "{0, 0, 1}"
 
