@@ -150,7 +150,10 @@ TEST_CASE("each buffer goes back to its worker's stream only after its right nei
 TEST_CASE("on distinct GPUs the ring matches NCCL's all-reduce of the same data and keeps the caller's device",
           "[07-all-reduce][task:1][gpus:2][points:2]") {
   check_on_distinct_gpus(
-      "ring", [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { ring_all_reduce(w, b, n); },
+      "ring",
+      [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n, LaunchDevices& launches) {
+        ring_all_reduce(w, b, n, launches.step());
+      },
       kDefaultOneShotMaxCount, case_seed(150));
 }
 

@@ -117,7 +117,10 @@ TEST_CASE("a second one-shot call never overwrites a copy that a peer is still r
 TEST_CASE("on distinct GPUs the one-shot matches NCCL's all-reduce of the same data and keeps the caller's device",
           "[07-all-reduce][task:3][gpus:2][points:2]") {
   check_on_distinct_gpus(
-      "one-shot", [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { one_shot_all_reduce(w, b, n); },
+      "one-shot",
+      [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n, LaunchDevices& launches) {
+        one_shot_all_reduce(w, b, n, launches.sum());
+      },
       std::size_t{1} << 21, case_seed(350));
 }
 

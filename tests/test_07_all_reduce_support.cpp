@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "common/check.h"
 #include "common/compare.h"
@@ -190,7 +191,33 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
                 "this call)");
 }
 
-void check_on_distinct_gpus(const std::string& name, const AllReduceCall& call, std::size_t one_shot_max_count,
+lesson07::RingStep LaunchDevices::step() {
+  return [this](const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
+    note("a ring step", stream);
+    enqueue_ring_step(src, dst, n, add, stream);
+  };
+}
+
+lesson07::PeerSum LaunchDevices::sum() {
+  return [this](const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream) {
+    note("a one-shot sum", stream);
+    enqueue_sum_of_peers(sources, out, n, stream);
+  };
+}
+
+void LaunchDevices::note(const char* what, cudaStream_t stream) {
+  if (!first_.empty()) return;
+  const int current = current_device(), owner = course::testing::stream_device(stream);
+  if (current != owner)
+    first_ = std::string(what) + " was enqueued on a stream of GPU " + std::to_string(owner) + " while GPU " +
+             std::to_string(current) + " was current: make the worker's device current (cudaSetDevice) before each";
+}
+
+std::string LaunchDevices::take_first_mismatch() {
+  return std::exchange(first_, std::string());
+}
+
+void check_on_distinct_gpus(const std::string& name, const CheckedCall& call, std::size_t one_shot_max_count,
                             std::uint64_t seed) {
   const int gpus = require_gpus(2);
   std::vector<course::testing::Devices> lists = course::testing::distinct_gpu_lists(gpus);
@@ -201,10 +228,14 @@ void check_on_distinct_gpus(const std::string& name, const AllReduceCall& call, 
     for (const std::size_t count : counts_for(workspace.size())) {
       Buffers buffers(workspace, count, course::mix_seed(seed, count));
       const std::string what = name + " on " + course::testing::show(devices) + ", count " + std::to_string(count);
+      LaunchDevices launches;
       course::testing::call_keeps_device(gpus - 1, what, kGateLimit, kGateHint, [&] {
-        call(workspace, buffers.pointers, count);
+        call(workspace, buffers.pointers, count, launches);
         wait_for_workers(workspace);
       });
+      const std::string wrong_device = launches.take_first_mismatch();
+      INFO(what << ": " << wrong_device);
+      CHECK(wrong_device.empty());
       buffers.check(what);
       if (distinct.size() != devices.size() || count < 1000) continue;  // NCCL: one rank per GPU
       const std::vector<std::vector<float>> nccl = nccl_sums(buffers);

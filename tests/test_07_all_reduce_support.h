@@ -103,10 +103,32 @@ void check_matches_reference(const std::string& name, const AllReduceCall& call,
 void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
                                 std::uint64_t seed);
 
+// A ring step and a one-shot sum that note, before they enqueue, whether the stream's own device is
+// current: the contract launches every kernel with its worker's device current. A launch into
+// another device's stream runs on that stream's device (seen with CUDA 13 on two H100s), so the sums
+// alone cannot show a forgotten cudaSetDevice; this record does, on distinct GPUs.
+class LaunchDevices {
+ public:
+  lesson07::RingStep step();
+  lesson07::PeerSum sum();
+  // "" when every step or sum since the last call had its stream's device current; otherwise what
+  // the first one that did not found. Starts the record again.
+  std::string take_first_mismatch();
+
+ private:
+  void note(const char* what, cudaStream_t stream);
+  std::string first_;
+};
+
+// An all-reduce under test that launches through a LaunchDevices' step or sum.
+using CheckedCall = std::function<void(lesson07::AllReduceWorkspace& workspace, std::span<float* const> buffers,
+                                       std::size_t count, LaunchDevices& launches)>;
+
 // On every list of distinct GPUs (all of them, the last and GPU 0 twice each, {1, 0}) and every
-// count: the call, from the last GPU, leaves it current and gives the reference; where each GPU
-// appears once, the result also matches NCCL's all-reduce of the same inputs within twice the tolerance.
-void check_on_distinct_gpus(const std::string& name, const AllReduceCall& call, std::size_t one_shot_max_count,
+// count: the call, from the last GPU, leaves it current, launches every step or sum with its
+// worker's device current and gives the reference; where each GPU appears once, the result also
+// matches NCCL's all-reduce of the same inputs within twice the tolerance.
+void check_on_distinct_gpus(const std::string& name, const CheckedCall& call, std::size_t one_shot_max_count,
                             std::uint64_t seed);
 
 inline constexpr auto kGateLimit = std::chrono::seconds(100);

@@ -102,8 +102,10 @@ course::Range ring_chunk(std::size_t count, int workers, int chunk);
 void enqueue_ring_step(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream);
 
 // How one step is enqueued: enqueue_ring_step's signature. The tests pass one that, for one worker,
-// enqueues a 300 ms host-function sleep on its stream and then calls enqueue_ring_step: make every
-// step through the `step` you are given.
+// enqueues a 300 ms host-function sleep on its stream and then calls enqueue_ring_step, and on
+// distinct GPUs one that notes whether the stream's device is current (a launch into another
+// device's stream still runs, on that stream's device: only this shows a missing cudaSetDevice).
+// Make every step through the `step` you are given.
 using RingStep = std::function<void(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream)>;
 
 // Task 1. The ring all-reduce, in place. With W workers and chunks ring_chunk(count, W, c), worker k
@@ -157,7 +159,8 @@ struct PeerSources {
 void enqueue_sum_of_peers(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream);
 
 // How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass one that, for one
-// worker, enqueues a 300 ms host-function sleep on its stream and then calls enqueue_sum_of_peers.
+// worker, enqueues a 300 ms host-function sleep on its stream and then calls enqueue_sum_of_peers, and
+// on distinct GPUs one that notes whether the stream's device is current.
 using PeerSum = std::function<void(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream)>;
 
 // Task 3. The one-shot all-reduce, in place, for count <= workspace.one_shot_max_count:
