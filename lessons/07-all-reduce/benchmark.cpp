@@ -5,16 +5,18 @@
 // and NCCL's all-reduce, side by side, in place, for 8 B to 1 GiB per worker, timed as nccl-tests
 // times (calls enqueued back to back, one wait, host clock) on every GPU count this machine has.
 // Each row prints the time, algbw and busbw (task 2's factor 2 (W - 1) / W); the ring's smallest
-// sizes show its latency, 2 (W - 1) dependent steps. Then PASS/FAIL lines for the lesson's targets:
-// the ring within 80% of NCCL's busbw at 64 MiB and above, the one-shot faster than NCCL at 64 KiB
-// and below (both need distinct GPUs), the dispatcher within 10% of the better of the two at every
-// size, and, on one GPU, the ring on {0, 0, 0, 0} at 256 MiB and above within 80% of the device's
-// copy speed for the bytes it moves.
+// sizes show its latency, 2 (W - 1) dependent steps; at 8 B and 64 KiB the host's time to enqueue
+// a call is printed beside the time per call (where they are close, the CPU sets the pace). Then
+// PASS/FAIL lines for the lesson's targets: the ring within 80% of NCCL's busbw at 64 MiB and
+// above, the one-shot faster than NCCL at 64 KiB and below (both need distinct GPUs), the
+// dispatcher within 10% of the better of the two at every size, and, on one GPU, the ring on
+// {0, 0, 0, 0} at 256 MiB and above within 80% of the device's copy speed for the bytes it moves.
 // Run it with: meson test -C build --benchmark --suite 07-all-reduce --verbose
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -147,6 +149,33 @@ std::vector<Row> sweep(Setup& s) {
   return rows;
 }
 
+// Where a small call's time goes: the host's time to enqueue one call (50 calls back to back, before
+// the wait) beside the time per call once the GPUs are done. Where the two are close, the CPU making
+// the API calls (launches, event records and waits, one per worker and step) sets the pace, not the GPUs.
+void small_message_anatomy(Setup& s) {
+  std::printf("where a small call's time goes (host enqueue per call / time per call, us):\n");
+  for (const std::size_t bytes : {std::size_t{8}, 64 * kKiB}) {
+    const std::size_t count = bytes / sizeof(float);
+    std::printf("  %6s:", course::size_label(bytes).c_str());
+    const auto show_split = [&](const char* name, const std::function<void()>& call) {
+      constexpr int kCalls = 50;
+      for (int i = 0; i < 5; ++i) call();
+      s.wait();
+      const auto begin = std::chrono::steady_clock::now();
+      for (int i = 0; i < kCalls; ++i) call();
+      const auto enqueued = std::chrono::steady_clock::now();
+      s.wait();
+      const auto done = std::chrono::steady_clock::now();
+      const auto us = [](auto d) { return std::chrono::duration<double, std::micro>(d).count() / kCalls; };
+      std::printf("  %s %.1f / %.1f", name, us(enqueued - begin), us(done - begin));
+    };
+    show_split("ring", [&] { ring_all_reduce(s.workspace, s.buffers, count); });
+    show_split("one-shot", [&] { one_shot_all_reduce(s.workspace, s.buffers, count); });
+    if (!s.comms.empty()) show_split("NCCL", [&] { s.nccl_all_reduce(count); });
+    std::printf("\n");
+  }
+}
+
 // PASS/FAIL lines for the targets one list of workers can show; returns the number of FAILs.
 int targets(const Setup& s, const std::vector<Row>& rows) {
   const int w = s.workspace.size();
@@ -244,6 +273,7 @@ int main() {
     for (const std::vector<int>& devices : lists) {
       Setup setup(devices);
       const std::vector<Row> rows = sweep(setup);
+      small_message_anatomy(setup);
       failures += targets(setup, rows);
       if (gpus == 1) failures += copy_yardstick(setup, rows);
     }
