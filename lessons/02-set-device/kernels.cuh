@@ -3,8 +3,8 @@
 //
 // Lesson 02's provided kernels (given to you: do not edit). This header is plain host C++, so
 // the test program, which the host compiler builds, includes it too. Each launcher enqueues its
-// kernel on `stream`, which must belong to the current device: a launch into another device's
-// stream fails. Both return at once; the kernel runs later, on the GPU.
+// kernel on `stream`, and the kernel runs on that stream's device: make it the current device
+// first (README: "Everything belongs to a device"). Both return at once; the kernel runs later.
 #pragma once
 
 #include <cuda_runtime.h>
