@@ -27,9 +27,8 @@
 using namespace lesson06;
 using namespace lesson06_tests;
 using course::testing::HeldOutcome;
-using course::testing::run_with_stream_held;
-
 using course::testing::returns_while_held;
+using course::testing::run_with_stream_held;
 
 namespace {
 

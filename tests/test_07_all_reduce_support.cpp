@@ -162,6 +162,7 @@ void check_matches_reference(const std::string& name, const AllReduceCall& call,
   }
 }
 
+namespace {
 void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
                                 std::uint64_t seed) {
   const std::size_t count = 1000003;
@@ -189,6 +190,14 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
   buffers.check(name + " with worker " + std::to_string(held) +
                 " held (a wrong sum or NaN: a worker read a peer's data before that peer wrote or published it in "
                 "this call)");
+}
+}  // namespace
+
+void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed) {
+  for (int workers = 2; workers <= 4; ++workers) {
+    check_behind_a_held_worker(name, call, workers, 0, seed);
+    check_behind_a_held_worker(name, call, workers, workers - 1, seed);
+  }
 }
 
 lesson07::RingStep LaunchDevices::step() {

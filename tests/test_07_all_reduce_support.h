@@ -96,12 +96,12 @@ using AllReduceCall =
 void check_matches_reference(const std::string& name, const AllReduceCall& call, std::uint64_t salt,
                              bool poison_scratch);
 
-// `workers` workers on GPU 0, 1000003 floats; the call made once ungated (it loads its kernels), then
-// again with worker `held`'s input enqueued behind a gate on its stream (its buffer and every
-// scratch poisoned before): the call must return while the gate is closed, and every worker must
-// end with the sum once it opens. `name` names the call in the messages.
-void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
-                                std::uint64_t seed);
+// 2 to 4 workers on GPU 0, 1000003 floats, with the first and then the last worker held: the call
+// made once ungated (it loads its kernels), then again with the held worker's input enqueued behind
+// a gate on its stream (its buffer and every scratch poisoned before): the call must return while
+// the gate is closed, and every worker must end with the sum once it opens. `name` names the call
+// in the messages.
+void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed);
 
 // A ring step and a one-shot sum that note, before they enqueue, whether the stream's own device is
 // current: the contract launches every kernel with its worker's device current. A launch into

@@ -62,10 +62,14 @@ void check_exact_on_one_gpu(Run run, const std::string& name, std::uint64_t salt
   CHECK_THROWS_AS(run(grid, -1), std::invalid_argument);
 }
 
-std::vector<Devices> distinct_lists(int count) {
+// Every list of distinct GPUs, and {1, 1, 0} (neighbours on one GPU next to neighbours on two),
+// called from the last GPU, which is not worker 0's: the call must give it back.
+void check_exact_on_distinct_gpus(Run run, const std::string& name, std::uint64_t salt) {
+  const int count = require_gpus(2);
+  CUDA_CHECK(cudaSetDevice(count - 1));
   std::vector<Devices> lists = course::testing::distinct_gpu_lists(count);
-  lists.push_back({1, 1, 0});  // neighbours on one GPU next to neighbours on two
-  return lists;
+  lists.push_back({1, 1, 0});
+  for (const Devices& devices : lists) check_exact(devices, run, name, salt);
 }
 
 // Worker `held` of three on one GPU is held for a while during `run` of 5 sweeps: the result must
@@ -123,9 +127,7 @@ TEST_CASE("the plain sweeps match a CPU reference of the whole grid bit for bit 
 
 TEST_CASE("the plain sweeps match the CPU reference on every GPU count with halos copied between GPUs",
           "[08-halo-exchange][task:2][gpus:2][points:2]") {
-  const int count = require_gpus(2);
-  CUDA_CHECK(cudaSetDevice(count - 1));  // not worker 0's device: the call must give it back
-  for (const Devices& devices : distinct_lists(count)) check_exact(devices, run_plain, "run_plain", 210);
+  check_exact_on_distinct_gpus(run_plain, "run_plain", 210);
 }
 
 TEST_CASE("a worker waits for its neighbours' halo rows before it sweeps again",
@@ -154,9 +156,7 @@ TEST_CASE("the overlapped sweeps match the CPU reference bit for bit for 1 to 4 
 
 TEST_CASE("the overlapped sweeps match the CPU reference on every GPU count with halos copied between GPUs",
           "[08-halo-exchange][task:3][gpus:2][points:2]") {
-  const int count = require_gpus(2);
-  CUDA_CHECK(cudaSetDevice(count - 1));
-  for (const Devices& devices : distinct_lists(count)) check_exact(devices, run_overlapped, "run_overlapped", 310);
+  check_exact_on_distinct_gpus(run_overlapped, "run_overlapped", 310);
 }
 
 TEST_CASE("the boundary rows wait for the interior and the halos and the interior waits for the boundary rows",
