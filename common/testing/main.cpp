@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   // workers made 8 streams, the test's watcher a 9th, and the watcher waited behind the held worker.
   // 32 is the most the driver gives; read when the CUDA context is made, so set before any CUDA call.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
-  if (!course::testing::open_result_channel()) return 1;
+  if (!course::testing::open_result_channel(argc, argv)) return 1;
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   if (std::getenv("COURSE_CHILD_OUTPUT") == nullptr) std::cerr << course::testing::gpu_inventory() << std::flush;

@@ -3,7 +3,8 @@
 //
 // The grader's result channel (see result_channel.h): one JSON line per test case, written
 // by a Catch2 listener through a pipe the grader made, and a check that every one of Catch2's
-// control exceptions was thrown by Catch2 itself after a failed check or a SKIP().
+// control exceptions that anything catches was thrown by Catch2 itself after a failed check
+// or a SKIP().
 #include "result_channel.h"
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cxxabi.h>
 #include <catch2/catch_test_case_info.hpp>
 #include <catch2/internal/catch_test_failure_exception.hpp>
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
@@ -22,6 +24,7 @@
 #include <random>
 #include <string>
 #include <typeinfo>
+#include <vector>
 
 namespace {
 
@@ -31,6 +34,9 @@ int g_fd = -1;                         // the channel's descriptor, -1 when clos
 std::string g_token;                   // the grader's token, repeated in every record
 std::atomic<bool> g_forged{false};     // a control exception was thrown that Catch2 did not mean
 thread_local bool t_control_expected;  // Catch2 just reported a failure or a skip on this thread
+// The control exceptions Catch2 threw on this thread in the running case (their objects):
+// every other one that a handler catches was made by someone else.
+thread_local std::vector<const void*> t_genuine;
 
 bool is_control_exception(const std::type_info* type) {
   if (type == nullptr) return false;
@@ -105,6 +111,7 @@ class ResultChannelListener : public Catch::EventListenerBase {
     skip_reason_.clear();
     g_forged = false;
     t_control_expected = false;
+    t_genuine.clear();
   }
 
   void assertionEnded(const Catch::AssertionStats& stats) override {
@@ -155,35 +162,99 @@ class ResultChannelListener : public Catch::EventListenerBase {
 
 CATCH_REGISTER_LISTENER(ResultChannelListener)
 
-// Every C++ throw of this program passes here (the test programs link with
-// -Wl,--wrap=__cxa_throw): a control exception that Catch2 did not just announce by reporting
-// a failed check or a SKIP() marks the running case as forged.
+// Every C++ throw of this program passes here, and every catch (the test programs link with
+// -Wl,--wrap=__cxa_throw,--wrap=__cxa_begin_catch; Catch2 is a static library, so its own
+// handlers are wrapped too). A control exception is genuine when Catch2 threw it right after
+// reporting a failed check or a SKIP(); a handler that catches any other one (made by hand,
+// raised with std::rethrow_exception, or an object whose type was rewritten in memory, none of
+// which passes __cxa_throw) marks the running case as forged.
 extern "C" {
 [[noreturn]] void __real___cxa_throw(void* object, std::type_info* type, void (*destroy)(void*));
 [[noreturn]] void __wrap___cxa_throw(void* object, std::type_info* type, void (*destroy)(void*)) {
   if (is_control_exception(type)) {
-    if (!t_control_expected) g_forged = true;
+    if (t_control_expected)
+      t_genuine.push_back(object);
+    else
+      g_forged = true;
     t_control_expected = false;
   }
   __real___cxa_throw(object, type, destroy);
+}
+
+void* __real___cxa_begin_catch(void* exception) noexcept;
+void* __wrap___cxa_begin_catch(void* exception) noexcept {
+  void* object = __real___cxa_begin_catch(exception);
+  if (is_control_exception(abi::__cxa_current_exception_type())) {
+    bool genuine = false;
+    for (const void* known : t_genuine) genuine = genuine || known == object;
+    if (!genuine) g_forged = true;
+  }
+  return object;
 }
 }
 
 namespace course::testing {
 
-bool open_result_channel() {
-  const char* fd_text = std::getenv("COURSE_RESULT_FD");
-  const char* token = std::getenv("COURSE_RESULT_TOKEN");
-  if (fd_text == nullptr) return true;
-  g_token = token ? token : "";
+namespace {
+
+// Everything the grader wrote into the setup pipe, up to its end (it writes, then closes).
+std::string read_setup(int fd) {
+  std::string text;
+  char buffer[4096];
+  while (text.size() < 256 * 1024) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  return text;
+}
+
+std::string hex(const char* text) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char* c = reinterpret_cast<const unsigned char*>(text); *c != 0; ++c) {
+    out += kDigits[*c >> 4];
+    out += kDigits[*c & 15];
+  }
+  return out;
+}
+
+long descriptor(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return -1;
   char* end = nullptr;
-  const long fd = std::strtol(fd_text, &end, 10);
+  const long fd = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || fd < 0 || fcntl(static_cast<int>(fd), F_GETFD) < 0) return -2;
+  return fd;
+}
+
+}  // namespace
+
+bool open_result_channel(int argc, char** argv) {
+  const bool asked = std::getenv("COURSE_RESULT_FD") != nullptr || std::getenv("COURSE_RESULT_SETUP_FD") != nullptr;
+  const long fd = descriptor("COURSE_RESULT_FD");
+  const long setup_fd = descriptor("COURSE_RESULT_SETUP_FD");
   unsetenv("COURSE_RESULT_FD");
-  unsetenv("COURSE_RESULT_TOKEN");
-  if (end == fd_text || *end != '\0' || fd < 0 || fcntl(static_cast<int>(fd), F_GETFD) < 0) {
-    std::fprintf(stderr, "result channel: COURSE_RESULT_FD=%s is not an open descriptor\n", fd_text);
+  unsetenv("COURSE_RESULT_SETUP_FD");
+  if (!asked) return true;
+  if (fd < 0 || setup_fd < 0) {
+    std::fprintf(stderr, "result channel: COURSE_RESULT_FD or COURSE_RESULT_SETUP_FD is not an open descriptor\n");
     return false;
   }
+  // The token and the arguments the grader gave this program come through a pipe, read here
+  // once: nothing secret is in the environment, and a program whose arguments were changed
+  // before main() (by code that ran first) reports nothing.
+  const std::string setup = read_setup(static_cast<int>(setup_fd));
+  close(static_cast<int>(setup_fd));
+  std::string expected;
+  for (int i = 1; i < argc; ++i) expected += hex(argv[i]) + "\n";
+  const std::size_t first_line = setup.find('\n');
+  if (first_line == std::string::npos || first_line == 0 || setup.substr(first_line + 1) != expected) {
+    std::fprintf(stderr, "result channel: the program's arguments are not the ones the grader gave it\n");
+    return false;
+  }
+  g_token = setup.substr(0, first_line);
   // Move the descriptor to a random number in the upper half of what this process may open,
   // closed on exec, so neither a guess nor a child process finds it where the grader put it.
   rlimit limit{};

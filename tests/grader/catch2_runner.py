@@ -48,6 +48,7 @@ CRASH_TAIL_LINES = 8
 
 _TAG = re.compile(r"\[([^\]]*)\]")
 _WATCHDOG_LINE = re.compile(r"^WATCHDOG: .*$", re.MULTILINE)
+_CHANNEL_REFUSED = re.compile(r"^result channel: (.*)$", re.MULTILINE)  # open_result_channel() said why
 _INVENTORY_HEAD = re.compile(
     r"^GPUs visible: (\d+) \(CUDA_VISIBLE_DEVICES=([^)]*)\), driver API ([\w.]+), runtime ([\w.]+)\s*$")
 _INVENTORY_GPU = re.compile(
@@ -164,7 +165,7 @@ def clean_env(env: dict | None = None) -> dict:
     """The environment for a test program: ours, minus the variables that mark a child case
     (it would silence the GPU inventory) or name a result channel."""
     result = dict(os.environ if env is None else env)
-    for name in ("COURSE_CHILD_OUTPUT", "COURSE_RESULT_FD", "COURSE_RESULT_TOKEN"):
+    for name in ("COURSE_CHILD_OUTPUT", "COURSE_RESULT_FD", "COURSE_RESULT_SETUP_FD", "COURSE_RESULT_TOKEN"):
         result.pop(name, None)
     return result
 
@@ -326,6 +327,10 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
         if retry_alone is not None and retry_alone(result):
             result = run_case(program, case, timeout, env=env, run=run)
         results.append(result)
+    # What a person should read about the shared run stays, whatever the cases' own runs said.
+    shared = [f"{finding} (the run of all cases together)" for finding in findings_of(outcome)]
+    if shared:
+        results[0].findings = shared + results[0].findings
     return results
 
 
@@ -366,6 +371,9 @@ def findings_of(outcome: Outcome) -> list[str]:
         found.append("timed out")
     if outcome.left_behind:
         found.append(f"left {outcome.left_behind} process(es) running")
+    refused = _CHANNEL_REFUSED.search(outcome.stderr or "")
+    if refused:
+        found.append(f"the test program refused its result channel: {refused.group(1)}")
     return found
 
 

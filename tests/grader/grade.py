@@ -52,6 +52,11 @@ class UsageError(Exception):
     """A bad command line (exit status 2)."""
 
 
+class RefusedToGrade(Exception):
+    """The grader will not grade here as asked (exit status 1): a class without the sandbox, or
+    GPU settings changed by a submission."""
+
+
 # ----------------------------------------------------------------------------- command line
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -250,8 +255,13 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
     if args.prepared_build is not None:
         copy_prepared_build(args.prepared_build.resolve(), settings.build_root)
     grader = Grader(settings)
+    if not grader.sandbox.enabled and not args.no_sandbox:
+        raise RefusedToGrade(f"the sandbox is {grader.sandbox.description}: a class is graded only inside it. "
+                             "Install bubblewrap (or pass --bwrap PATH), or pass --no-sandbox to grade without it "
+                             "(every report then says so)")
     record = MachineRecord(grader)
     grades, rows, failed = [], [], False
+    gpu_settings = machine.gpu_state()
     for folder in folders:
         student, start = folder.name, time.monotonic()
         grader.say(f"===== {student}")
@@ -267,6 +277,12 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
             rows.append((student, None, problem))
             failed = True
             continue
+        changed = machine.gpu_state()
+        if changed != gpu_settings:
+            finding = (f"the GPUs' settings changed while this submission was graded (nvidia-smi "
+                       f"{machine.GPU_STATE_FIELDS}: before {gpu_settings!r}, after {changed!r})")
+            if lessons:
+                lessons[0].findings.append(finding)
         grade = grader.make_grade(student, f"the submission {folder}", lessons, record.get())
         write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
@@ -274,6 +290,10 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
         print(f"{student}: {grade.earned}/{grade.possible} points"
               + (f", {grade.ungraded} ungraded" if grade.ungraded else "")
               + f"  ({out / layout.safe_name(student) / 'report.txt'})")
+        if changed != gpu_settings:  # every later grade on this machine could be affected: stop
+            report_csv.write_csv((args.csv or out / "grades.csv").resolve(), settings.lessons, rows)
+            raise RefusedToGrade(f"{student}: {finding}; the batch stops here (the CSV holds the students "
+                                 "graded so far): restore the settings, then grade the rest with --student")
     csv_path = (args.csv or out / "grades.csv").resolve()
     report_csv.write_csv(csv_path, settings.lessons, rows)
     (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
@@ -408,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as error:
         print(f"grade.py: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (meson_build.SetupError, slurm_jobs.SlurmError) as error:
+    except (meson_build.SetupError, slurm_jobs.SlurmError, RefusedToGrade) as error:
         print(f"grade.py: error: {error}", file=sys.stderr)
         return EXIT_INTERNAL
     except Exception:  # noqa: BLE001 - any other failure is the grader's own bug

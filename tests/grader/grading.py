@@ -70,8 +70,6 @@ class Grader:
         self._baseline = Baseline(self)
         self.subreaper = limited_run.become_subreaper()
         self.sandbox = settings.sandbox or Sandbox.off("not requested")
-        self.sandbox.hide = [settings.course]
-        self.sandbox.readable = [settings.build_root]
         self.run = runner.RunSettings(sandbox=self.sandbox,
                                       limits=limited_run.Limits(processes=limited_run.user_process_limit()))
         self.gpu_probe = self._probe_gpus()
@@ -167,10 +165,15 @@ class Grader:
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
+        # The student's file is compiled inside the sandbox: it sees only the staged course (no
+        # solutions/) and what the build needs, and writes only into the build folder.
         built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
-                                           self.settings.jobs)
+                                           self.settings.jobs, sandbox=self.sandbox)
         if not built.ok:
-            return self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
+            grade = self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
+            if built.message.startswith("the build wrote a file larger") or "printed more than" in built.message:
+                grade.findings.append(built.message.splitlines()[0])
+            return grade
         program = meson_build.program_path(build, lesson.target, programs)
         target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
             build.resolve()) else lesson.target

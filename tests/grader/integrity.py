@@ -3,25 +3,37 @@
 """Check what went into a student's object file, before any of it runs (no GPU needed).
 
 After a lesson builds, `Checker.check(lesson, target, program)` finds the student's
-translation unit in the build's compile_commands.json and checks, against policy.py:
+translation unit in the build's compile_commands.json and checks, against policy.py (whose
+lists are allowlists: what they do not name is refused):
 
 1. Headers: the compiler's own record of what the translation unit included (`ninja -t deps`,
    read from the depfile the compiler wrote), every path resolved. Only the lesson's folder,
    common/, the CUDA toolkit, NCCL and the system's headers are allowed.
-2. References: the object's undefined symbols (readelf -s, demangled with c++filt) may not
-   name a refused function (process control, file output) or the test framework.
-3. Definitions: the object may not define a global symbol that another input of the test
-   program defines (the shared libraries it loads, the static libraries it links), so it can
-   replace no function of the CUDA runtime, NCCL, libc, libstdc++, the tests or common/.
-4. Raw content: no forbidden bytes (the test framework's mangled namespace) and no system-call
-   instruction in its machine code.
+2. Assembly: the compiler's own assembly of the file (kept by the build's -save-temps, option
+   grader_listing): GCC marks every asm statement, in a function or at file scope, with #APP;
+   none may come from the student (nvcc's own embedding of the device code is recognised).
+3. References: every undefined symbol of the object (demangled with c++filt) must be on the
+   allowlist: the CUDA runtime, cuBLAS, NCCL, the course's library, what libstdc++ gives for
+   containers, strings, streams, threads, atomics, chrono and exceptions, and a small part of
+   libc (memory, strings, math, formatted output to stdout and stderr, threads, time).
+4. Definitions: the object may not define a global symbol that another input of the test
+   program defines (the shared libraries it loads, the static libraries it links), strong,
+   weak or in a COMDAT group, so it can replace no function of the CUDA runtime, NCCL, libc,
+   libstdc++, the tests or common/ (a template both emit from the same header excepted).
+5. Code before main(): what the object's .init_array (.ctors, .preinit_array) names may call
+   only nvcc's kernel registration, <iostream>'s set-up and atexit; a function marked
+   __attribute__((constructor)) is refused.
+6. Sections and raw content: only the sections a compiler makes (no section attributes), no
+   data in code sections, no forbidden bytes (the test framework's mangled namespace) and no
+   system-call instruction in the machine code.
 
-Returns a list of problems, one line per kind ("calls exit(), _exit() (process control ...)"),
+Returns a list of problems, one line per kind ("calls exit(), getenv() (... use instead ...)"),
 at most a few names each; empty means the object is accepted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import os
@@ -46,7 +58,7 @@ class Checker:
         self.course = course.resolve() if course else None  # the course it was copied from
         self.allow_headers = list(allow_headers)
         self.allow_symbols = set(allow_symbols)
-        self._library_symbols: dict[str, set[str]] = {}
+        self._library_symbols: dict[str, dict[str, bool]] = {}
         self._toolkit_roots = cuda_roots()
         self._compiler_roots: list[Path] | None = None  # the compilers' own header folders, asked once
 
@@ -64,9 +76,14 @@ class Checker:
         problems: list[tuple[str, str]] = []
         for entry in entries:
             output = entry["output"]
+            obj = self.build / output
             problems += self.check_headers(output, (self.source / lesson_folder).resolve())
-            problems += self.check_symbols(self.build / output, target, program, output)
-            problems += self.check_content(self.build / output)
+            problems += check_assembly(obj)
+            problems += self.check_symbols(obj, target, program, output)
+            elf = ElfObject(obj)
+            problems += check_sections(elf)
+            problems += check_before_main(elf)
+            problems += self.check_content(obj)
         return summarize(problems)
 
     # ------------------------------------------------------------------ headers
@@ -108,8 +125,8 @@ class Checker:
         """The folders the build's C++ compilers search for system headers (`-E -v`): a GCC in
         /opt/gcc keeps its own <limits.h> there, not under /usr/lib/gcc."""
         if self._compiler_roots is None:
-            compilers = {shlex.split(entry["command"])[0] for entry in self._compile_entries()
-                         if entry.get("command") and "nvcc" not in Path(shlex.split(entry["command"])[0]).name}
+            compilers = {compiler_word(entry["command"]) for entry in self._compile_entries() if entry.get("command")}
+            compilers = {word for word in compilers if word and "nvcc" not in Path(word).name}
             compilers |= {name for name in ("c++", "g++") if shutil.which(name)}
             roots: list[Path] = []
             for compiler in sorted(compilers):
@@ -132,21 +149,19 @@ class Checker:
             name, shown = symbol["name"], symbol["demangled"]
             if name in self.allow_symbols or shown in self.allow_symbols:
                 continue
-            part = next((p for p in policy.REFUSED_NAME_PARTS if p in shown), None)
             if symbol["undefined"]:
                 if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
                     continue  # the host side of a __device__ function, made by nvcc: exit(1)
-                if name in policy.PROCESS_CONTROL:
-                    problems.append((f"calls {name}()", "process control is the test program's, not the student's"))
-                elif name in policy.FILE_OUTPUT:
-                    problems.append((f"calls {name}()", "no files or descriptors in student code"))
-                elif part:
-                    problems.append((f"uses {shown}", _part_reason(part)))
-            elif part:
-                problems.append((f"defines {shown}", _part_reason(part)))
+                why = reference_refused(name, shown)
+                if why:
+                    problems.append((f"uses {short(shown)}", why))
+            elif any(fnmatch.fnmatchcase(qualified_name(shown), pattern) for pattern in ("course::testing::*",
+                                                                                          "Catch::*")):
+                problems.append((f"defines {short(shown)}", "the test framework and the test support are not "
+                                                            "the student's to define"))
         owners = self._other_definitions(target, program, output)
         for symbol in symbols:
-            if symbol["undefined"] or not symbol["replaces"]:
+            if symbol["undefined"]:
                 continue
             name = symbol["name"]
             if name in self.allow_symbols or symbol["demangled"] in self.allow_symbols:
@@ -154,18 +169,25 @@ class Checker:
             if name.startswith(policy.COMPILER_SYMBOLS_PREFIXES):
                 continue
             owner = owners.get(name)
-            if owner:
-                problems.append((f"defines {symbol['demangled']} (as {owner} does)",
-                                 "a library's function may not be replaced"))
+            if owner is None:
+                continue
+            library, strong = owner
+            same_template = symbol["comdat"] and name.startswith("_Z") and not strong
+            if not same_template:
+                problems.append((f"defines {short(symbol['demangled'])} (as {library} does)",
+                                 "a library's function or object may not be replaced: give yours another name"))
         return problems
 
-    def _other_definitions(self, target: str, program: Path, output: str) -> dict[str, str]:
-        """{symbol: library} for every global symbol another input of `program` defines."""
+    def _other_definitions(self, target: str, program: Path, output: str) -> dict[str, tuple[str, bool]]:
+        """{symbol: (library, strong)} for every global symbol another input of `program` defines;
+        strong when any of them defines it other than weakly."""
         inputs = self._link_inputs(target, output) + shared_libraries(program)
-        owners: dict[str, str] = {}
+        owners: dict[str, tuple[str, bool]] = {}
         for library in inputs:
-            for name in self._defined_in(library):
-                owners.setdefault(name, Path(library).name)
+            for name, strong in self._defined_in(library).items():
+                known = owners.get(name)
+                if known is None or (strong and not known[1]):
+                    owners[name] = (Path(library).name, strong)
         return owners
 
     def _link_inputs(self, target: str, output: str) -> list[str]:
@@ -199,15 +221,17 @@ class Checker:
                     break
         return inputs
 
-    def _defined_in(self, library: str) -> set[str]:
+    def _defined_in(self, library: str) -> dict[str, bool]:
+        """{name: strong} of the global symbols `library` defines (weak: nm's W, V, u)."""
         if library not in self._library_symbols:
             dynamic = ".so" in Path(library).name
             argv = ["nm", "-D", "--defined-only", library] if dynamic else ["nm", "-g", "--defined-only", library]
-            names = set()
+            names: dict[str, bool] = {}
             for line in _run(argv).splitlines():
                 fields = line.split()
                 if len(fields) >= 3 and len(fields[1]) == 1:
-                    names.add(fields[2].split("@")[0])
+                    name = fields[2].split("@")[0]
+                    names[name] = names.get(name, False) or fields[1] not in "WVuwv"
             self._library_symbols[library] = names
         return self._library_symbols[library]
 
@@ -252,8 +276,9 @@ def summarize(problems: list[tuple[str, str]], shown: int = 3) -> list[str]:
 
 
 def read_symbols(obj: Path) -> list[dict]:
-    """The global symbols of an object: name, demangled, undefined, and `replaces` (a definition
-    that would take the place of another: strong, or weak outside a COMDAT group)."""
+    """The global symbols of an object: name, demangled, undefined, and `comdat` (a weak or
+    unique definition inside a COMDAT group, which is how inline functions and templates are
+    emitted)."""
     grouped = set()
     for line in _run(["readelf", "-g", "-W", str(obj)]).splitlines():
         match = re.match(r"\s+\[\s*(\d+)\]\s+\S", line)
@@ -268,13 +293,94 @@ def read_symbols(obj: Path) -> list[dict]:
         if kind in ("FILE", "SECTION") or not name:
             continue
         undefined = index == "UND"
-        replaces = not undefined and (bind == "GLOBAL" or index not in grouped)
-        symbols.append({"name": name, "undefined": undefined, "replaces": replaces})
+        comdat = not undefined and bind in ("WEAK", "UNIQUE") and index in grouped
+        symbols.append({"name": name, "undefined": undefined, "comdat": comdat})
     names = [symbol["name"] for symbol in symbols]
     demangled = _run(["c++filt"], stdin="\n".join(names) + "\n").splitlines() if names else []
     for symbol, shown in zip(symbols, demangled + names[len(demangled):]):
         symbol["demangled"] = shown
     return symbols
+
+
+# ----------------------------------------------------------------------------- references
+
+_OPERATORS = ("operator<<=", "operator>>=", "operator<=>", "operator<<", "operator>>", "operator<=", "operator>=",
+              "operator->*", "operator->", "operator<", "operator>", "operator()")
+
+
+def qualified_name(demangled: str) -> str:
+    """'std::basic_ostream<char>& std::__ostream_insert<char>(std::basic_ostream<char>&, char const*, long)'
+    -> 'std::__ostream_insert': the name without template arguments, parameters, ABI tags,
+    qualifiers and return type; 'typeinfo for X' keeps its kind ('typeinfo for std::thread::_State')."""
+    kind = next((k for k in policy.TYPE_SYMBOL_KINDS if demangled.startswith(k)), "")
+    text = demangled[len(kind):]
+    for thunk in ("non-virtual thunk to ", "virtual thunk to ", "guard variable for ", "TLS init function for ",
+                  "TLS wrapper function for "):
+        if text.startswith(thunk):
+            text = text[len(thunk):]
+    placeholders = {}
+    for number, operator in enumerate(_OPERATORS):
+        if operator in text:
+            key = f"operator@{number}@"
+            placeholders[key] = operator
+            text = text.replace(operator, key)
+    text = re.sub(r"\[abi:\w+\]", "", text)
+    for opening, closing in (("<", ">"), ("(", ")")):
+        previous = None
+        while previous != text:
+            previous = text
+            text = re.sub(re.escape(opening) + r"[^" + re.escape(opening + closing) + r"]*" + re.escape(closing),
+                          "", text)
+    text = text.strip()
+    for suffix in (" const", " volatile", " &&", " &", "&&", "&"):
+        while text.endswith(suffix):
+            text = text[: -len(suffix)].strip()
+    if not kind and " " in text and not text.startswith("operator "):
+        text = text.rsplit(" ", 1)[-1]  # a function template's return type comes first
+    for key, operator in placeholders.items():
+        text = text.replace(key, operator)
+    return kind + text
+
+
+def _matches(name: str, patterns) -> bool:
+    return any(name == pattern or fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def reference_refused(name: str, demangled: str) -> str:
+    """'' when student code may use the undefined symbol `name`, else why not and what instead."""
+    if name in policy.REFUSED_MANGLED:
+        return "an exception made by hand is not the student's to raise: " + policy.INSTEAD["std::make_exception_ptr"]
+    if not name.startswith("_Z"):
+        if name in policy.ALLOWED_C_NAMES:
+            return ""
+        if name.startswith(policy.ALLOWED_C_PREFIXES) and name not in policy.REFUSED_DESPITE_PREFIX:
+            return ""
+        return _not_allowed(name)
+    qualified = qualified_name(demangled)
+    kind = next((k for k in policy.TYPE_SYMBOL_KINDS if qualified.startswith(k)), "")
+    subject = qualified[len(kind):]
+    names = (subject, subject + "::") if kind else (subject,)  # a type's symbols go with its members
+    if any(_matches(name, policy.REFUSED_CXX_NAMES) for name in names):
+        return _not_allowed(subject)
+    if kind:
+        if subject in policy.FUNDAMENTAL_TYPES or subject.rstrip("*& ").replace(" const", "") in policy.FUNDAMENTAL_TYPES:
+            return ""
+        if _matches(subject, policy.ALLOWED_TYPE_SYMBOLS):
+            return ""
+    if any(_matches(name, policy.ALLOWED_CXX_NAMES) for name in names):
+        return ""
+    return _not_allowed(subject)
+
+
+def _not_allowed(name: str) -> str:
+    instead = next((text for key, text in policy.INSTEAD.items() if name == key or name.startswith(key + "::")), "")
+    base = "not on the list of what student code may use (tests/grader/README.md, 'What a student file may contain')"
+    return f"{base}: {instead}" if instead else base
+
+
+def short(demangled: str, width: int = 120) -> str:
+    """A demangled name cut to a readable length."""
+    return demangled if len(demangled) <= width else demangled[: width - 3] + "..."
 
 
 def compiler_include_dirs(compiler: str) -> list[Path]:
@@ -322,6 +428,215 @@ def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
     return found
 
 
+# ----------------------------------------------------------------------------- assembly
+
+# nvcc embeds the device code in the host object with an asm statement of its own, at file
+# scope: exactly these lines, the .quad lines holding the fat binary.
+_FATBIN = re.compile(r'^\s*\.section \.nv_fatbin, "a"\n\s*\.align 8\nfatbinData:\n(?:\s*\.quad [0-9a-fx, ]+\n)+\s*\.text\n',
+                     re.MULTILINE)
+_ASM_BLOCK = re.compile(r"^#APP\n(.*?)(?:^#NO_APP\n|\Z)", re.MULTILINE | re.DOTALL)
+_ASM_PLACE = re.compile(r'^# (\d+) "([^"]*)" 1$', re.MULTILINE)
+
+
+def listing_of(obj: Path) -> Path | None:
+    """The assembly the compiler wrote beside `obj` (-save-temps=obj: X.cu.o -> X.cu.s)."""
+    for candidate in (obj.with_suffix(".s"), obj.parent / (obj.name + ".s")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_assembly(obj: Path) -> list[tuple[str, str]]:
+    """Every asm statement of the host code, which GCC brackets with #APP and #NO_APP."""
+    listing = listing_of(obj)
+    if listing is None:
+        return [("cannot check for asm statements", "the build kept no assembly of the file (the grader "
+                 "configures the course with -Dgrader_listing=true); the file is refused rather than unchecked")]
+    text = listing.read_text(errors="replace")
+    fatbins = 0
+    problems = []
+    for block in _ASM_BLOCK.finditer(text):
+        body, count = _FATBIN.subn("", block.group(1))
+        fatbins += count
+        if not body.strip():
+            continue
+        place = _ASM_PLACE.search(body)
+        where = f" at {Path(place.group(2)).name}:{place.group(1)}" if place else " at file scope"
+        first = next(line.strip() for line in body.splitlines() if line.strip() and not line.startswith("# "))
+        problems.append((f"holds an asm statement{where} ({first[:60]})",
+                         "no asm in host code: write C++ (asm inside a __device__ function is fine)"))
+    if fatbins > 1:
+        problems.append(("embeds a second fat binary", "no asm in host code"))
+    return problems
+
+
+# ----------------------------------------------------------------------------- sections and code before main
+
+@dataclasses.dataclass
+class ElfSymbol:
+    name: str
+    kind: str  # FUNC, OBJECT, NOTYPE, SECTION, ...
+    bind: str
+    section: str  # the section's name, 'UND' or 'ABS'
+    value: int
+    size: int
+
+
+@dataclasses.dataclass
+class Relocation:
+    offset: int
+    kind: str  # R_X86_64_PLT32 (a call or jump), R_X86_64_PC32, ...
+    target: str  # a symbol's name, or a section's name for a section symbol
+    addend: int
+
+
+class ElfObject:
+    """The sections, symbols and relocations of an object file, read with readelf."""
+
+    def __init__(self, obj: Path):
+        self.path = obj
+        self.sections: dict[str, str] = {}  # name -> flags
+        self._names: dict[int, str] = {}
+        for line in _run(["readelf", "-S", "-W", str(obj)]).splitlines():
+            match = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s*(\S*)",
+                             line)
+            if match and match.group(1) != "0":
+                flags = match.group(3) if not match.group(3).isdigit() else ""
+                self._names[int(match.group(1))] = match.group(2)
+                self.sections[match.group(2)] = flags
+        self.symbols: list[ElfSymbol] = []
+        for line in _run(["readelf", "-s", "-W", str(obj)]).splitlines():
+            fields = line.split()
+            if len(fields) < 7 or not fields[0].endswith(":") or not fields[0][:-1].isdigit():
+                continue
+            index = fields[6]
+            section = self._names.get(int(index), "") if index.isdigit() else index
+            name = fields[7].split("@")[0] if len(fields) > 7 else (section if fields[3] == "SECTION" else "")
+            try:
+                size = int(fields[2], 0) if fields[2].startswith("0x") else int(fields[2])
+            except ValueError:
+                size = 0
+            self.symbols.append(ElfSymbol(name, fields[3], fields[4], section, int(fields[1], 16), size))
+        self.relocations: dict[str, list[Relocation]] = {}
+        current = None
+        for line in _run(["readelf", "-r", "-W", str(obj)]).splitlines():
+            head = re.match(r"Relocation section '\.rela?(\S*)'", line)
+            if head:
+                current = self.relocations.setdefault(head.group(1), [])
+                continue
+            match = re.match(r"\s*([0-9a-f]+)\s+[0-9a-f]+\s+(R_\w+)\s+[0-9a-f]+\s+(.+?)\s*([+-])\s*([0-9a-f]+)\s*$", line)
+            if match and current is not None:
+                addend = int(match.group(5), 16) * (1 if match.group(4) == "+" else -1)
+                current.append(Relocation(int(match.group(1), 16), match.group(2), match.group(3).split("@")[0],
+                                          addend))
+
+    def function_at(self, section: str, offset: int) -> ElfSymbol | None:
+        for symbol in self.symbols:
+            if symbol.kind == "FUNC" and symbol.section == section and symbol.value <= offset < symbol.value + max(
+                    symbol.size, 1):
+                return symbol
+        return None
+
+    def symbol(self, name: str) -> ElfSymbol | None:
+        return next((symbol for symbol in self.symbols if symbol.name == name and symbol.kind != "SECTION"), None)
+
+
+def _section_allowed(name: str) -> bool:
+    return any(name == allowed or name.startswith(allowed + ".") for allowed in policy.ALLOWED_SECTIONS)
+
+
+def check_sections(elf: ElfObject) -> list[tuple[str, str]]:
+    """Only the sections a compiler makes, and no data in a section that holds code."""
+    problems = []
+    for name in elf.sections:
+        if not _section_allowed(name):
+            problems.append((f"has a section {name!r}", "no section attributes: the compiler places code and data"))
+    for symbol in elf.symbols:
+        if symbol.kind in ("OBJECT", "TLS") and "X" in elf.sections.get(symbol.section, ""):
+            problems.append((f"puts data ({symbol.name}) into the code section {symbol.section}",
+                             "no section attributes: the compiler places code and data"))
+    return problems
+
+
+_INIT_SECTIONS = (".init_array", ".ctors", ".preinit_array")
+_NVCC_REGISTRATION = "_ZL24__sti____cudaRegisterAllv"
+
+
+def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
+    """What the object runs before main(): every function its .init_array (.ctors,
+    .preinit_array) names, and every function those call, may call only what
+    policy.ALLOWED_BEFORE_MAIN lists, make no indirect call and read or write no data but the
+    object's own."""
+    problems: list[tuple[str, str]] = []
+    todo: list[ElfSymbol] = []
+    for section, relocations in elf.relocations.items():
+        if not section.startswith(_INIT_SECTIONS):
+            continue
+        for relocation in relocations:
+            function = _target_function(elf, relocation)
+            if function is None:
+                problems.append((f"runs {relocation.target} before main()", "no code before main()"))
+                continue
+            if not (function.name == _NVCC_REGISTRATION or function.name.startswith("_GLOBAL__sub_I_")) \
+                    or function.bind != "LOCAL":
+                problems.append((f"runs {function.name} before main() (a function marked constructor)",
+                                 "no code before main(): do the work inside the function the test calls"))
+                continue
+            todo.append(function)
+    seen: set[str] = set()
+    while todo:
+        function = todo.pop()
+        if function.name in seen or len(seen) > 50:
+            continue
+        seen.add(function.name)
+        for relocation in elf.relocations.get(function.section, []):
+            if not function.value <= relocation.offset < function.value + max(function.size, 1):
+                continue
+            why = _before_main_refused(elf, relocation, todo)
+            if why:
+                problems.append((f"runs code before main() that uses {why}",
+                                 "a global object whose constructor does more than set its own members must "
+                                 "become a function-local static (made when first used)"))
+        code = _run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={function.value}",
+                     f"--stop-address={function.value + max(function.size, 1)}", "-j", function.section,
+                     str(elf.path)])
+        if re.search(r"\s(call|jmp)\s+\*", code):
+            problems.append((f"runs code before main() that calls through a pointer ({function.name})",
+                             "no code before main()"))
+    return problems
+
+
+def _target_function(elf: ElfObject, relocation: Relocation) -> ElfSymbol | None:
+    if relocation.target in elf.sections:
+        return elf.function_at(relocation.target, relocation.addend)
+    symbol = elf.symbol(relocation.target)
+    if symbol is None or symbol.kind != "FUNC":
+        return None
+    return symbol
+
+
+def _before_main_refused(elf: ElfObject, relocation: Relocation, todo: list) -> str:
+    """'' when a relocation in code that runs before main() is fine, else the name it uses."""
+    target = relocation.target
+    if target in policy.ALLOWED_BEFORE_MAIN:
+        return ""
+    call = relocation.kind in ("R_X86_64_PLT32", "R_X86_64_PLT64")
+    if target in elf.sections:  # the object's own section: its data, or its own code
+        if "X" in elf.sections[target] and call:
+            callee = elf.function_at(target, relocation.addend + 4)
+            if callee is not None:
+                todo.append(callee)
+        return ""
+    symbol = elf.symbol(target)
+    if symbol is not None and symbol.section not in ("UND", ""):
+        if symbol.kind == "FUNC" and call:
+            todo.append(symbol)  # the object's own function, called: check what it does too
+        return ""
+    if not call and re.search(r"D[012]Ev$", target):
+        return ""  # a destructor's address, registered with __cxa_atexit to run at exit
+    return target
+
+
 def shared_libraries(program: Path) -> list[str]:
     """The shared libraries `program` loads (ldd), resolved."""
     found = []
@@ -346,14 +661,15 @@ def cuda_roots() -> list[Path]:
     return sorted(root for root in roots if (root / "include").is_dir())
 
 
-def _part_reason(part: str) -> str:
-    if part in ("__wrap_", "__real_"):
-        return "the test program's wrapped functions are not the student's"
-    if part == "Catch::":
-        return "the test framework is not the student's to use"
-    if part == "course::testing::":
-        return "the test support is not the student's to use"
-    return "no file streams in student code"
+_WRAPPERS = ("ccache", "sccache", "distcc", "icecc")
+
+
+def compiler_word(command: str) -> str:
+    """The compiler of a compile command, past a wrapper such as ccache."""
+    for word in shlex.split(command):
+        if Path(word).name not in _WRAPPERS and not word.startswith("-") and "=" not in word:
+            return word
+    return ""
 
 
 def _resolve(folder: Path, path: str) -> Path:

@@ -13,8 +13,11 @@ process that calls setsid() and sleeps forever, or write files. `run_limited`:
   grader is a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so orphans become its children
   and are found by walking /proc from the grader down;
 - keeps only the head and the tail of what the command printed;
-- with `channel=True`, hands the command the write end of a pipe (COURSE_RESULT_FD, with a
-  token in COURSE_RESULT_TOKEN) and returns everything written to it, up to CHANNEL_CAP.
+- with `channel=True`, hands the command the write end of a pipe (COURSE_RESULT_FD) and the
+  read end of another (COURSE_RESULT_SETUP_FD) that holds a fresh token and the command's
+  arguments (one line each, in hex), and returns everything written to the first, up to
+  CHANNEL_CAP. The token is in no environment: code that runs before main() cannot read it
+  without the read() the grader's symbol checks refuse.
 """
 
 from __future__ import annotations
@@ -240,12 +243,17 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
     env = dict(os.environ if env is None else env)
     pass_fds: tuple[int, ...] = ()
     read_end = write_end = None
+    setup_read = None
     token = ""
     if channel:
         read_end, write_end = os.pipe()
+        setup_read, setup_write = os.pipe()
         token = secrets.token_hex(16)
-        env.update(COURSE_RESULT_FD=str(write_end), COURSE_RESULT_TOKEN=token)
-        pass_fds = (write_end,)
+        setup = token + "\n" + "".join(str(arg).encode("utf-8", "surrogateescape").hex() + "\n" for arg in argv[1:])
+        with os.fdopen(setup_write, "wb") as pipe:  # a few hundred bytes: the pipe's buffer holds them
+            pipe.write(setup.encode())
+        env.update(COURSE_RESULT_FD=str(write_end), COURSE_RESULT_SETUP_FD=str(setup_read))
+        pass_fds = (write_end, setup_read)
     if sandbox is not None and sandbox.enabled:
         argv = sandbox.command(argv, scratch=scratch, cwd=cwd, readable=readable)
     start = time.monotonic()
@@ -256,8 +264,9 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
                                 stderr=subprocess.PIPE, start_new_session=True, pass_fds=pass_fds,
                                 preexec_fn=limits.apply if limits else None)
     finally:
-        if write_end is not None:
-            os.close(write_end)
+        for end in (write_end, setup_read):
+            if end is not None:
+                os.close(end)
     readers: list[_BoundedReader] = []
 
     def printed() -> None:

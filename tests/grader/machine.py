@@ -45,6 +45,17 @@ def nvidia_smi_gpus() -> list[dict]:
     return gpus
 
 
+GPU_STATE_FIELDS = "index,compute_mode,clocks.applications.graphics,clocks.applications.memory,persistence_mode"
+
+
+def gpu_state() -> str:
+    """The GPU settings a program could change and leave for the next (compute mode, application
+    clocks, persistence), one line per GPU from nvidia-smi; '' without it."""
+    if not shutil.which("nvidia-smi"):
+        return ""
+    return _run(["nvidia-smi", f"--query-gpu={GPU_STATE_FIELDS}", "--format=csv,noheader"]).strip()
+
+
 def _cuda_homes() -> list[Path]:
     homes = [Path(os.environ[name]) for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name)]
     return homes + [Path("/usr/local/cuda")]

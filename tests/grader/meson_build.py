@@ -3,6 +3,7 @@
 """Configure the course with Meson and build one lesson's test program at a time.
 
 The grader configures with `-Donly_lessons=true` (only the student test programs) and
+`-Dgrader_listing=true` (the compiler's assembly of the student's file kept for integrity.py), and
 builds each lesson's target on its own (`meson compile -C DIR lesson-NN`), so a lesson
 that does not compile costs only its own points. The program's path comes from
 `meson introspect --targets`, falling back to `<build>/tests/lesson-NN`.
@@ -18,9 +19,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from limited_run import run_limited
+from limited_run import Limits, run_limited
 
-SETUP_OPTIONS = ["-Donly_lessons=true"]
+SETUP_OPTIONS = ["-Donly_lessons=true", "-Dgrader_listing=true"]  # the lesson programs; the student's assembly kept
 ERROR_LINES_SHOWN = 2
 # "f.cpp:5:3: error: ...", "f.cu(12): error: ...", "error #20: ...", "fatal error: ...", and the linker's
 _ERROR = re.compile(r"(^|[\s:)])(fatal )?error( #?\w+)?\s?:|undefined reference|multiple definition",
@@ -85,16 +86,52 @@ def program_path(build_dir: Path, target: str, programs: dict[str, Path]) -> Pat
     return programs.get(target, build_dir / "tests" / target)
 
 
+# A build of a student's file is hostile input too: it runs in the sandbox, seeing only the
+# staged course (no solutions/), the build folder (the only writable place) and what the build
+# depends on, with these limits: no file over 512 MB (an object padded to gigabytes), and the
+# build's time limit.
+BUILD_FILE_BYTES = 512 * 1024 * 1024
+
+
+def build_dependencies(build_dir: Path) -> list[Path]:
+    """The folders outside the system's that the build reads (a Catch2 unpacked in /tmp, a
+    toolkit in a home folder): every absolute path in build.ninja, as its folder."""
+    try:
+        text = (build_dir / "build.ninja").read_text(errors="replace")
+    except OSError:
+        return []
+    folders: set[Path] = set()
+    for match in re.finditer(r"(?:^|[\s'\"=])(?:-I|-isystem|-L|-Wl,-rpath,)?(/[^\s'\":$]+)", text):
+        path = Path(match.group(1))
+        folder = path if path.is_dir() else path.parent
+        if folder.is_dir() and str(folder) != "/":
+            folders.add(folder)
+    build = build_dir.resolve()
+    return sorted(folder for folder in folders if not (folder.resolve() == build or build in folder.resolve().parents))
+
+
 def compile_target(build_dir: Path, source_dir: Path, target: str, timeout: float,
-                   jobs: int | None = None) -> BuildResult:
-    """Builds one target; on failure the message holds the compiler's first error line(s)."""
+                   jobs: int | None = None, sandbox=None) -> BuildResult:
+    """Builds one target; on failure the message holds the compiler's first error line(s).
+    With `sandbox` (on), the build runs inside it (see BUILD_FILE_BYTES)."""
     argv = meson_command() + ["compile", "-C", str(build_dir), target] + (["-j", str(jobs)] if jobs else [])
-    outcome = run_limited(argv, timeout)
+    env = dict(os.environ, CCACHE_DISABLE="1", HOME=str(build_dir))
+    limits = Limits(file_bytes=BUILD_FILE_BYTES, output_cap=32 * 1024 * 1024)
+    if sandbox is not None and sandbox.enabled:
+        outcome = run_limited(argv, timeout, cwd=build_dir, env=env, limits=limits, sandbox=sandbox,
+                              scratch=build_dir, readable=[source_dir] + build_dependencies(build_dir))
+    else:
+        outcome = run_limited(argv, timeout, env=env, limits=limits)
     log = outcome.stdout + outcome.stderr
     if outcome.timed_out:
         return BuildResult(False, f"the build did not finish within {timeout:g} s", log)
+    if outcome.output_exceeded:
+        return BuildResult(False, "the build printed more than 32 MB and was stopped", log)
     if outcome.exit_code != 0:
-        return BuildResult(False, first_errors(log, build_dir, source_dir), log)
+        message = first_errors(log, build_dir, source_dir)
+        if "File size limit exceeded" in log or "SIGXFSZ" in log or outcome.exit_code == -25:
+            message = f"the build wrote a file larger than {BUILD_FILE_BYTES // 2 ** 20} MB and was stopped\n" + message
+        return BuildResult(False, message, log)
     return BuildResult(True, "", log)
 
 

@@ -1,23 +1,26 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The multi-GPU course authors
-"""What a student's translation unit may include and call: the grader's lists, in one place.
+"""What a student's translation unit may include, use and define: the grader's lists, in one place.
 
 A student's code runs inside the test program, so it could do what the test program does.
-Before any of it runs, integrity.py checks the student's object file against these lists;
-a lesson whose file breaks one scores 0, and the report names the header or the symbol.
-An instructor relaxes a list for one run with `--allow-header GLOB` or `--allow-symbol NAME`
-(grade.py). Every entry says why it is here; keep the lists short.
+Before any of it runs, integrity.py checks the student's object file (and the assembly the
+compiler wrote for it) against these lists; a lesson whose file breaks one scores 0, and the
+report names what was refused and what to use instead. An instructor relaxes a list for one run
+with `--allow-header GLOB` or `--allow-symbol NAME` (grade.py).
 
-Headers: only the lesson's own folder, common/, the CUDA toolkit (with CCCL and cuBLAS),
-NCCL's include folder and the system's C and C++ headers. Never solutions/, tests/, Catch2,
-another lesson's folder or anything under a build folder. Every path is resolved (symbolic
-links followed) before it is judged.
-
-Symbols the student's object may not reference (undefined symbols, read with readelf, names
-demangled with c++filt):
+The lists are ALLOWLISTS: anything they do not name is refused. They were built from what the
+reference solutions use and from what students plausibly write (containers, strings, streams to
+stdout and stderr, threads, atomics, chrono, exceptions, printf, math, the CUDA runtime, cuBLAS
+and NCCL); a correct file that is refused is as wrong as an attack that scores, so a new need
+is added here, with its reason, rather than worked around.
 """
 
 from __future__ import annotations
+
+# ----------------------------------------------------------------------------- headers
+# Only the lesson's own folder, common/, the CUDA toolkit (with CCCL and cuBLAS), NCCL's include
+# folder and the system's C and C++ headers. Never solutions/, tests/, Catch2, another lesson's
+# folder or anything under a build folder. Every path is resolved before it is judged.
 
 # System folders whose headers any translation unit may include (besides the CUDA toolkit and
 # NCCL folders, which integrity.py finds on this machine).
@@ -27,59 +30,196 @@ SYSTEM_HEADER_ROOTS = ("/usr/include", "/usr/lib/gcc", "/usr/local/include", "/u
 # framework is the grader's, not the student's.
 REFUSED_HEADER_FOLDERS = ("catch2",)
 
-# C functions the student's code may not call. Why each group:
-PROCESS_CONTROL = {
-    # Ending the process on its own terms: a case would end without a result, or with the exit
-    # status the student chose. (abort() is allowed: it is a crash, and a crash scores 0.)
-    "exit", "_exit", "_Exit", "quick_exit",
-    # New processes, sessions and signals: something that outlives the case or kills the grader's.
-    "fork", "vfork", "clone", "clone3", "daemon", "setsid", "setpgid", "setpgrp", "kill", "killpg", "tgkill",
-    "execl", "execlp", "execle", "execv", "execvp", "execvpe", "execve", "execveat", "fexecve",
-    "posix_spawn", "posix_spawnp", "system", "popen", "ptrace", "prctl",
-    # Anything at all, by number or by name, around every other list.
-    "syscall", "dlopen", "dlmopen", "dlsym", "dlvsym",
-    # Leaving a test case sideways: jumps past Catch2, signal handlers that replace Catch2's,
-    # and exceptions made by hand (a forged Catch2 exception; result_channel.cpp checks too).
-    "longjmp", "_longjmp", "siglongjmp", "__longjmp_chk", "signal", "sigaction", "sigset", "bsd_signal",
-    "_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow", "__cxa_init_primary_exception",
-}
-FILE_OUTPUT = {
-    # Files and descriptors: a report or a result written by the student's code, or the result
-    # channel's pipe found and written to. (printf, std::cout and std::cerr stay allowed.)
-    "fopen", "fopen64", "freopen", "freopen64", "fdopen", "tmpfile", "tmpfile64",
-    "open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2", "creat", "creat64",
-    "mkstemp", "mkstemp64", "mkostemp", "mkostemps", "mkstemps", "memfd_create", "shm_open", "mkfifo", "mknod",
-    "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2", "send", "sendto", "sendmsg", "sendfile",
-    "sendfile64", "splice", "tee", "vmsplice", "copy_file_range", "process_vm_writev", "socket", "connect",
-    "dup", "dup2", "dup3", "fcntl", "fcntl64", "ioctl",
-    "rename", "renameat", "renameat2", "unlink", "unlinkat", "remove", "truncate", "truncate64", "ftruncate",
-    "ftruncate64", "symlink", "symlinkat", "link", "linkat", "chmod", "fchmod",
-}
-REFUSED_FUNCTIONS = PROCESS_CONTROL | FILE_OUTPUT
+# ----------------------------------------------------------------------------- references
+# The undefined symbols of the student's object: what its code calls or reads elsewhere.
 
-# Demangled names containing one of these may be neither referenced nor defined:
-REFUSED_NAME_PARTS = (
-    "Catch::",  # the test framework (its control exceptions, its registries, its results)
-    "course::testing::",  # the test support: skips, the watchdog, the result channel
-    "basic_filebuf", "basic_ofstream", "basic_ifstream", "basic_fstream",  # C++ file streams
-    "stdio_filebuf", "stdio_sync_filebuf",  # C++ streams on a descriptor or a FILE*
-    "__wrap_", "__real_",  # the linker's wrapped functions (the test programs wrap __cxa_throw)
+# C functions and objects, by exact name. Each group says why it is here.
+ALLOWED_C_NAMES = {
+    # Memory and strings (and glibc's checked variants that _FORTIFY_SOURCE turns them into).
+    "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign",
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+    "strlen", "strnlen", "strcmp", "strncmp", "strcpy", "strncpy", "strcat", "strncat", "strchr", "strrchr",
+    "strstr", "strspn", "strcspn", "strerror", "strdup", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
+    "strtol", "strtoll", "strtoul", "strtoull", "strtod", "strtof", "strtold", "atoi", "atol", "atoll", "atof",
+    "__isoc23_strtol", "__isoc23_strtoll", "__isoc23_strtoul", "__isoc23_strtoull",
+    "abs", "labs", "llabs", "div", "ldiv", "qsort", "bsearch", "rand", "srand",
+    # Formatted output to the program's own stdout and stderr (no way to open another stream).
+    "printf", "vprintf", "puts", "putchar", "fprintf", "vfprintf", "fputs", "fputc", "putc", "fwrite", "fflush",
+    "snprintf", "vsnprintf", "sprintf", "vsprintf", "stdout", "stderr",
+    "__printf_chk", "__fprintf_chk", "__vprintf_chk", "__vfprintf_chk", "__snprintf_chk", "__vsnprintf_chk",
+    "__sprintf_chk", "__vsprintf_chk",
+    # Errors, failures and time.
+    "__errno_location", "abort", "__assert_fail", "__stack_chk_fail", "perror",
+    "__libc_single_threaded",  # read by std::shared_ptr and std::string to skip atomics in a program with one thread
+    "clock_gettime", "clock", "time", "gettimeofday", "nanosleep", "usleep", "sleep", "sched_yield",
+    # Threads: what std::thread, std::mutex and std::condition_variable inline into the caller.
+    "pthread_create", "pthread_join", "pthread_detach", "pthread_self", "pthread_equal", "pthread_once",
+    "pthread_mutex_init", "pthread_mutex_destroy", "pthread_mutex_lock", "pthread_mutex_trylock",
+    "pthread_mutex_unlock", "pthread_mutex_clocklock", "pthread_mutex_timedlock",
+    "pthread_cond_init", "pthread_cond_destroy", "pthread_cond_wait", "pthread_cond_timedwait",
+    "pthread_cond_clockwait", "pthread_cond_signal", "pthread_cond_broadcast",
+    "pthread_key_create", "pthread_key_delete", "pthread_getspecific", "pthread_setspecific",
+    "__pthread_key_create", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_unlock",
+    # The C++ runtime: exceptions (thrown and caught with throw/catch), function-local statics,
+    # static destructors, RTTI, thread_local.
+    "__cxa_allocate_exception", "__cxa_free_exception", "__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch",
+    "__cxa_rethrow", "__cxa_get_exception_ptr", "__cxa_guard_acquire", "__cxa_guard_release", "__cxa_guard_abort",
+    "__cxa_atexit", "atexit", "__cxa_pure_virtual", "__cxa_deleted_virtual", "__cxa_bad_cast", "__cxa_bad_typeid",
+    "__cxa_throw_bad_array_new_length", "__cxa_call_terminate", "__cxa_call_unexpected", "__cxa_thread_atexit",
+    "__gxx_personality_v0", "_Unwind_Resume", "__dynamic_cast", "__tls_get_addr",
+    # The linker's and the compiler's own.
+    "_GLOBAL_OFFSET_TABLE_", "__dso_handle",
+}
+
+# libm: these functions with their float (f) and long double (l) variants.
+_MATH = ("sqrt", "cbrt", "hypot", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
+         "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "round",
+         "lround", "llround", "trunc", "rint", "lrint", "llrint", "nearbyint", "fmod", "remainder", "fmin", "fmax",
+         "fma", "frexp", "ldexp", "modf", "erf", "erfc", "tgamma", "lgamma", "copysign", "nextafter", "ilogb",
+         "logb", "scalbn")
+ALLOWED_C_NAMES |= {name + suffix for name in _MATH for suffix in ("", "f", "l")}
+
+# C names allowed by prefix: the CUDA runtime (and what nvcc generates for kernels and their
+# registration), cuBLAS and NCCL. Anything else of the CUDA driver's is reached through the runtime.
+ALLOWED_C_PREFIXES = ("cuda", "__cuda", "cublas", "nccl")
+# ... except these, which hand out arbitrary functions by name (the way dlsym does).
+REFUSED_DESPITE_PREFIX = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaGetExportTable",
+                          "__cudaGetExportTableInternal"}
+
+# C++ names (demangled, without template arguments and parameters; see integrity.qualified_name):
+# what libstdc++ gives for containers, strings, string streams and output streams, threads,
+# atomics, chrono, exceptions and error codes, random numbers and hashing; CCCL; the course's
+# own library and the lesson's provided code. fnmatch patterns; `*` also crosses `::`.
+ALLOWED_CXX_NAMES = (
+    "operator new", "operator new[]", "operator delete", "operator delete[]",
+    "std::__cxx11::basic_string::*", "std::basic_string::*", "std::__cxx11::basic_string*",
+    "std::operator+", "std::operator==", "std::operator<<", "std::operator>>", "std::getline", "std::__cxx11::to_string",
+    "std::to_string", "std::__cxx11::stoi", "std::stoi", "std::__detail::__to_chars*", "std::__to_chars*",
+    "std::to_chars", "std::from_chars", "std::__throw_*", "std::__glibcxx_assert_fail",
+    "std::__cxx11::basic_ostringstream::*", "std::__cxx11::basic_istringstream::*",
+    "std::__cxx11::basic_stringstream::*", "std::__cxx11::basic_stringbuf::*",
+    "std::basic_ostream::*", "std::basic_istream::*", "std::basic_iostream::*", "std::basic_ios::*",
+    "std::basic_streambuf::*", "std::ios_base::*", "std::__ostream_insert", "std::endl", "std::flush",
+    "std::cout", "std::cerr", "std::clog", "std::locale::*", "std::ctype::*", "std::__check_facet",
+    "std::num_put::*", "std::numpunct::*", "std::use_facet", "std::has_facet",
+    "std::thread::*", "std::this_thread::*", "std::mutex::*", "std::recursive_mutex::*", "std::timed_mutex::*",
+    "std::shared_mutex::*", "std::condition_variable::*", "std::_V2::condition_variable_any::*",
+    "std::condition_variable_any::*", "std::__once_*", "std::__get_once_mutex", "std::__set_once_functor_lock_ptr",
+    "std::call_once", "std::__atomic_futex_unsigned_base::*", "std::__future_base::*", "std::future_category",
+    "std::__throw_future_error", "std::notify_all_at_thread_exit", "std::__detail::__platform_wait*",
+    "std::__detail::__waiter*", "std::__atomic_*", "std::atomic*", "std::counting_semaphore*",
+    "std::__detail::__thread_relax", "std::__detail::__thread_yield",
+    "std::chrono::*", "std::_V2::system_clock::*", "std::_V2::steady_clock::*",
+    "std::exception::*", "std::bad_alloc::*", "std::bad_array_new_length::*", "std::bad_cast::*",
+    "std::bad_function_call::*", "std::bad_optional_access::*", "std::bad_variant_access::*",
+    "std::runtime_error::*", "std::logic_error::*", "std::invalid_argument::*", "std::out_of_range::*",
+    "std::length_error::*", "std::domain_error::*", "std::range_error::*", "std::overflow_error::*",
+    "std::underflow_error::*", "std::system_error::*", "std::error_category::*", "std::_V2::error_category::*",
+    "std::_V2::system_category", "std::_V2::generic_category", "std::system_category", "std::generic_category",
+    "std::__cxx11::*error*",
+    "std::__exception_ptr::exception_ptr::_M_addref", "std::__exception_ptr::exception_ptr::_M_release",
+    "std::__exception_ptr::exception_ptr::~exception_ptr", "std::__exception_ptr::exception_ptr::exception_ptr",
+    "std::__exception_ptr::exception_ptr::operator=", "std::__exception_ptr::exception_ptr::swap",
+    "std::__exception_ptr::operator==", "std::current_exception", "std::rethrow_exception", "std::terminate",
+    "std::uncaught_exception", "std::uncaught_exceptions", "std::__exception_ptr::exception_ptr::__cxa_exception_type",
+    "std::nothrow", "std::align", "std::_Hash_bytes", "std::_Fnv_hash_bytes", "std::__detail::_Prime_rehash_policy::*",
+    "std::_Rb_tree_*", "std::__detail::_List_node_base::*", "std::_Sp_make_shared_tag::*",
+    "std::random_device::*", "std::__cxx11::random_device::*", "std::generate_canonical", "std::pmr::*",
+    "std::__sso_string::*", "std::__shared_ptr*", "std::__cow_string::*", "std::_Sp_locker::*",
+    "cuda::*", "cub::*", "thrust::*",
+    "course::*", "lesson[0-9][0-9]::*",
 )
+# Never, although a pattern above would let it through: the test support, the type of type
+# descriptions (a hand-made one fakes an exception's type), an exception_ptr made from a raw
+# pointer (a hand-made exception), and the C++ names of files and descriptors.
+REFUSED_CXX_NAMES = (
+    "course::testing::*", "std::type_info*",
+    "*basic_filebuf*", "*basic_ofstream*", "*basic_ifstream*", "*basic_fstream*", "*__basic_file*",
+    "*stdio_filebuf*", "*stdio_sync_filebuf*", "std::filesystem::*", "std::cin", "std::wcin",
+)
+
+# The same, by mangled name: an exception_ptr made from a raw pointer (a hand-made exception).
+REFUSED_MANGLED = {"_ZNSt15__exception_ptr13exception_ptrC1EPv", "_ZNSt15__exception_ptr13exception_ptrC2EPv"}
+
+# The kinds of special symbol the compiler makes for a type: allowed when the type is.
+TYPE_SYMBOL_KINDS = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ", "construction vtable for ")
+# What every object that uses RTTI or exceptions of class type refers to.
+ALLOWED_TYPE_SYMBOLS = ("__cxxabiv1::__*_type_info",)
+# Built-in types (typeinfo for int, char const*, ...: thrown and caught values).
+FUNDAMENTAL_TYPES = {"void", "bool", "char", "signed char", "unsigned char", "wchar_t", "char8_t", "char16_t",
+                     "char32_t", "short", "unsigned short", "int", "unsigned int", "long", "unsigned long",
+                     "long long", "unsigned long long", "float", "double", "long double", "decltype(nullptr)",
+                     "__int128", "unsigned __int128"}
+
+# What to say when a refused name is used: what a student should write instead.
+INSTEAD = {
+    "exit": "throw an exception (e.g. std::runtime_error); the test decides how the program ends",
+    "_exit": "throw an exception (e.g. std::runtime_error)", "quick_exit": "throw an exception",
+    "_Exit": "throw an exception", "pthread_exit": "return from the thread's function",
+    "getenv": "take what you need as a parameter: the tests set the environment",
+    "secure_getenv": "take what you need as a parameter", "environ": "take what you need as a parameter",
+    "fopen": "print with printf or std::cout; the lesson needs no files",
+    "open": "print with printf or std::cout; the lesson needs no files",
+    "write": "print with printf or std::cout", "dprintf": "print with printf or fprintf(stderr, ...)",
+    "vdprintf": "print with printf or fprintf(stderr, ...)",
+    "read": "the lesson reads no files or input", "fgets": "the lesson reads no input",
+    "scanf": "the lesson reads no input", "std::cin": "the lesson reads no input",
+    "system": "the lesson starts no programs", "popen": "the lesson starts no programs",
+    "fork": "use std::thread for work on several devices", "wordexp": "the lesson starts no programs",
+    "dlopen": "link what you call; the CUDA runtime, cuBLAS and NCCL are linked already",
+    "dlsym": "call the function by its name", "dl_iterate_phdr": "call the function by its name",
+    "cudaGetDriverEntryPoint": "call the CUDA runtime function (cuda...) itself",
+    "cudaGetDriverEntryPointByVersion": "call the CUDA runtime function (cuda...) itself",
+    "longjmp": "throw an exception", "setjmp": "throw an exception", "signal": "the tests handle signals",
+    "sigaction": "the tests handle signals", "raise": "throw an exception", "kill": "throw an exception",
+    "__cxa_init_primary_exception": "throw the exception; inside a catch block std::current_exception() "
+                                    "gives its exception_ptr",
+    "std::make_exception_ptr": "throw the exception; inside a catch block std::current_exception() gives "
+                               "its exception_ptr",
+    "std::filesystem": "the lesson needs no files",
+    "std::set_terminate": "let the exception reach the test",
+}
+
+# ----------------------------------------------------------------------------- definitions
+# The student's object may not define a global symbol that another input of the test program
+# defines (the shared libraries it loads: CUDA runtime, cuBLAS, NCCL, libc, libstdc++, libm,
+# libgcc_s; the static libraries it links: course-common, the tests, Catch2), strong or weak,
+# in a COMDAT group or not: every call in the program to that function could reach the
+# student's version. One exception: a weak definition in a COMDAT group of a C++ name that
+# every other input defines weakly too is the same template or inline function emitted from
+# the same header (std::string's members, say), which any object may carry; the linker keeps
+# the first, and the tests come before the student's code on the link line.
+# These names are emitted by the compiler for every object and are never a replacement:
+COMPILER_SYMBOLS_PREFIXES = ("DW.ref.", "__gxx_personality", "_GLOBAL_")
+
+# ----------------------------------------------------------------------------- content
 
 # Raw bytes that may not appear anywhere in the object: the mangled name of the test
 # framework's namespace, needed to fake one of its exception types by name.
 REFUSED_BYTES = (b"N5Catch",)
 
-# Machine instructions that enter the kernel directly, around every list of functions
-# (objdump -d of the host code).
+# Machine instructions that enter the kernel directly (objdump -d of the host code): a second
+# look behind the assembly check, which refuses every asm statement.
 REFUSED_INSTRUCTIONS = ("syscall", "sysenter", "int    $0x80")
 
-# Defined symbols: the student's object may not define a global symbol (a strong one, or a weak
-# one outside a COMDAT group, which is how inline functions and templates are emitted) that
-# another input of the test program also defines: the shared libraries it loads (CUDA runtime,
-# cuBLAS, NCCL, libc, libstdc++, libm, libgcc_s: their dynamic symbol tables), the static
-# libraries it links (course-common, the tests, Catch2, a static CUDA runtime). Otherwise
-# every call in the program to that function would reach the student's version. The
-# student's own functions and kernels, in any namespace, are not in those tables.
-# These names are emitted by the compiler for every object and are never a replacement:
-COMPILER_SYMBOLS_PREFIXES = ("DW.ref.", "__gxx_personality", "_GLOBAL_")
+# Code that runs before main(): the functions an object's .init_array (or .ctors, .preinit_array)
+# names may call these, and nothing else: nvcc's registration of the file's kernels, <iostream>'s
+# stream set-up, and the registration of static destructors. A global object whose constructor
+# does anything more must become a function-local static (made when first used, inside a test).
+ALLOWED_BEFORE_MAIN = {
+    "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaRegisterFunction", "__cudaRegisterVar",
+    "__cudaRegisterManagedVar", "__cudaRegisterTexture", "__cudaRegisterSurface", "__cudaInitModule",
+    "__cudaUnregisterFatBinary", "atexit", "__cxa_atexit", "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev",
+    "__dso_handle", "_GLOBAL_OFFSET_TABLE_",
+}
+
+# Sections of a student object: these names (exactly, or followed by '.' and anything) and no
+# other. A section attribute that puts data into .text, or a section of its own, is refused.
+ALLOWED_SECTIONS = (
+    ".text", ".data", ".bss", ".rodata", ".tdata", ".tbss", ".data.rel.ro", ".data.rel", ".data.rel.local",
+    ".data.rel.ro.local", ".init_array", ".fini_array", ".gcc_except_table", ".eh_frame", ".note.GNU-stack",
+    ".note.gnu.property", ".comment", ".group", ".debug_info", ".debug_abbrev", ".debug_aranges",
+    ".debug_line", ".debug_line_str", ".debug_str", ".debug_loclists", ".debug_rnglists", ".debug_loc",
+    ".debug_ranges", ".debug_frame", ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", ".nv_module_id",
+    ".symtab", ".strtab", ".shstrtab", ".rela", ".rel", ".note",
+)
