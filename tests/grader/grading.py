@@ -165,6 +165,10 @@ class Grader:
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
+        if self.settings.object_checks:
+            refused = integrity.check_source(source / lesson.student_path)
+            if refused:
+                return self._refused(lesson, refused, "")
         # The student's file is compiled inside the sandbox: it sees only the staged course (no
         # solutions/) and what the build needs, and writes only into the build folder.
         built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
@@ -180,11 +184,7 @@ class Grader:
         problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) \
             if self.settings.object_checks else []
         if problems:
-            more = f" (and {len(problems) - 1} more: see the findings)" if len(problems) > 1 else ""
-            log = built.log + "\n===== refused by the integrity check:\n" + "\n".join(problems) + "\n"
-            grade = self._unusable(lesson, REJECTED, f"{lesson.student_filename} {problems[0]}{more}", log=log)
-            grade.findings += [f"refused: {problem}" for problem in problems]
-            return grade
+            return self._refused(lesson, problems, built.log)
         try:
             listing = runner.list_cases(program, timeout=self.settings.timeout, run=self.run)
         except (runner.ProgramError, OSError) as error:
@@ -208,6 +208,14 @@ class Grader:
             grade.results.append(result)
             grade.log += case_log(result)
             grade.findings += [f"{finding} ({case.name})" for finding in result.findings]
+        return grade
+
+    def _refused(self, lesson: Lesson, problems: list[str], log: str) -> LessonGrade:
+        """A lesson whose student file the integrity checks refused: nothing of it ran."""
+        more = f" (and {len(problems) - 1} more: see the findings)" if len(problems) > 1 else ""
+        log += "\n===== refused by the integrity check:\n" + "\n".join(problems) + "\n"
+        grade = self._unusable(lesson, REJECTED, f"{lesson.student_filename} {problems[0]}{more}", log=log)
+        grade.findings += [f"refused: {problem}" for problem in problems]
         return grade
 
     def _unusable(self, lesson: Lesson, status: str, message: str, log: str = "") -> LessonGrade:

@@ -378,6 +378,10 @@ def _not_allowed(name: str) -> str:
     return f"{base}: {instead}" if instead else base
 
 
+def demangle(name: str) -> str:
+    return (_run(["c++filt", name]).strip() or name) if name.startswith("_Z") else name
+
+
 def short(demangled: str, width: int = 120) -> str:
     """A demangled name cut to a readable length."""
     return demangled if len(demangled) <= width else demangled[: width - 3] + "..."
@@ -426,6 +430,24 @@ def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
         if not (load and argument and load.group(1) == argument.group(1)):
             return False
     return found
+
+
+# ----------------------------------------------------------------------------- the source, before the build
+
+def check_source(path: Path) -> list[str]:
+    """Problems of the student's source text that refuse it before it is built (policy.REFUSED_SOURCE)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as error:
+        return [f"cannot read the file: {error}"]
+    problems = []
+    for pattern, what in policy.REFUSED_SOURCE:
+        match = re.search(pattern, text, re.MULTILINE)
+        if match:
+            line = text.count("\n", 0, match.start()) + 1
+            problems.append((f"uses {what} at line {line}", "the file may include and read only what the lesson "
+                             "needs: headers by name, nothing else from the disk"))
+    return summarize(problems)
 
 
 # ----------------------------------------------------------------------------- assembly
@@ -579,7 +601,7 @@ def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
                 continue
             if not (function.name == _NVCC_REGISTRATION or function.name.startswith("_GLOBAL__sub_I_")) \
                     or function.bind != "LOCAL":
-                problems.append((f"runs {function.name} before main() (a function marked constructor)",
+                problems.append((f"runs {demangle(function.name)} before main() (a function marked constructor)",
                                  "no code before main(): do the work inside the function the test calls"))
                 continue
             todo.append(function)
@@ -594,14 +616,14 @@ def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
                 continue
             why = _before_main_refused(elf, relocation, todo)
             if why:
-                problems.append((f"runs code before main() that uses {why}",
+                problems.append((f"runs code before main() that uses {demangle(why)}",
                                  "a global object whose constructor does more than set its own members must "
                                  "become a function-local static (made when first used)"))
         code = _run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={function.value}",
                      f"--stop-address={function.value + max(function.size, 1)}", "-j", function.section,
                      str(elf.path)])
         if re.search(r"\s(call|jmp)\s+\*", code):
-            problems.append((f"runs code before main() that calls through a pointer ({function.name})",
+            problems.append((f"runs code before main() that calls through a pointer ({demangle(function.name)})",
                              "no code before main()"))
     return problems
 

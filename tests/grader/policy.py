@@ -39,7 +39,7 @@ ALLOWED_C_NAMES = {
     "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign",
     "memcpy", "memmove", "memset", "memcmp", "memchr", "__memcpy_chk", "__memmove_chk", "__memset_chk",
     "strlen", "strnlen", "strcmp", "strncmp", "strcpy", "strncpy", "strcat", "strncat", "strchr", "strrchr",
-    "strstr", "strspn", "strcspn", "strerror", "strdup", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
+    "strstr", "strspn", "strcspn", "strerror", "strdup", "strtok", "strtok_r", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
     "strtol", "strtoll", "strtoul", "strtoull", "strtod", "strtof", "strtold", "atoi", "atol", "atoll", "atof",
     "__isoc23_strtol", "__isoc23_strtoll", "__isoc23_strtoul", "__isoc23_strtoull",
     "abs", "labs", "llabs", "div", "ldiv", "qsort", "bsearch", "rand", "srand",
@@ -193,6 +193,17 @@ INSTEAD = {
 COMPILER_SYMBOLS_PREFIXES = ("DW.ref.", "__gxx_personality", "_GLOBAL_")
 
 # ----------------------------------------------------------------------------- content
+
+# Read in the student's source before anything is built (the build itself reads files: an
+# assembler's .incbin, a probe with __has_include, an #include by absolute path): each pattern
+# with what it is. The build runs in the sandbox too, where none of these finds anything.
+REFUSED_SOURCE = (
+    (r"\.incbin\b", "an assembler .incbin (it reads a file into the object)"),
+    (r"__has_include(_next)?\b", "__has_include (it probes for files)"),
+    (r"^\s*#\s*include_next\b", "#include_next"),
+    (r"^\s*#\s*include\s*[<\"]\s*/", "an #include by absolute path"),
+    (r"^\s*#\s*line\b", "a #line directive (it hides where code comes from)"),
+)
 
 # Raw bytes that may not appear anywhere in the object: the mangled name of the test
 # framework's namespace, needed to fake one of its exception types by name.

@@ -578,19 +578,34 @@ class ProbeTests(unittest.TestCase):
 ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks are on)
     "control_exception": "the test framework's headers are not the student's to include",
     "include_solution": "does not build",
-    "include_solution_absolute": "solutions/01-passing/passing.cpp (only the lesson's own folder and common/",
+    "include_solution_absolute": "uses an #include by absolute path at line 1",
     "redefine_libc": "defines atoi (as libc.so.6 does)",
     "skip": "catch_test_macros.hpp",
-    "atexit_forgery": "calls write()",
-    "exit_zero": "calls exit() (process control",
-    "setsid_sleeper": "calls fork()",
+    "atexit_forgery": "uses write (not on the list of what student code may use",
+    "exit_zero": "uses exit (not on the list of what student code may use",
+    "setsid_sleeper": "uses fork",
     "huge_output": "printed more than the 8 MB allowed",
     "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    # The classes of issue 29 (round 2): code before main(), an unlisted libc function, a hidden
+    # system call, a COMDAT replacement, a hand-made exception, files read by the build, a build
+    # without limits, a look around the machine.
+    "constructor_argv": "runs (anonymous namespace)::early(int, char**, char**) before main() (a function marked constructor)",
+    "libc_shell": "uses wordexp",
+    "hidden_syscall": "holds an asm statement at passing.cpp:",
+    "comdat_write": "defines write (as libc.so.6 does)",
+    "handmade_exception": "uses __cxa_init_primary_exception",
+    "incbin_solution": "uses an assembler .incbin",
+    "huge_object": "the build wrote a file larger than 512 MB",
+    "peek_outside": "uses access",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
     "exit_zero": "the program ended (exit code 0) before the case finished",
     "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
+    "constructor_argv": "the test program refused its result channel: the program's arguments are not the ones",
+    "handmade_exception": "the test framework's own control exception",
+    "huge_object": "the build wrote a file larger than 512 MB",
+    "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
 }
 
 
@@ -619,6 +634,14 @@ class AttackTests(unittest.TestCase):
         absolute = batch / "include_solution_absolute"
         absolute.mkdir()
         (absolute / "passing.cpp").write_text(f'#include "{COURSE}/solutions/01-passing/passing.cpp"\n')
+        (batch / "incbin_solution").mkdir()
+        (batch / "incbin_solution" / "passing.cpp").write_text(
+            f'#include "passing.h"\nasm(".section .rodata\\n.incbin \\"{COURSE}/solutions/01-passing/passing.cpp\\"");\n'
+            'int add(int a, int b) { return a - b; }\n')
+        # What the sandbox must hide: the course, the grader's build folders, the class.
+        peek = batch / "peek_outside" / "passing.cpp"
+        hidden = ":".join(str(path) for path in (COURSE / "solutions", TMP / "attacks-build", batch))
+        peek.write_text(peek.read_text().replace('#define PEEK_PATHS "/nonexistent"', f'#define PEEK_PATHS "{hidden}"'))
         common = ("--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
         cls.checked = run_grader("--batch", str(batch), "--out", str(TMP / "attacks-grade"), *common)
         runtime = TMP / "attacks-runtime"
@@ -655,6 +678,24 @@ class AttackTests(unittest.TestCase):
             self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
             self.assertIn(reason, report, attack)
             self.assertIn("were NOT checked (--no-object-checks)", report)
+
+    def test_the_sandbox_is_what_hides_the_machine(self):
+        """peek_outside earns its points where it sees the course, the build folders or the class:
+        inside the sandbox it does not; without the sandbox it would (so the test can fail)."""
+        self.assertIn("0/5", " ".join(table_row(self.report("attacks-runtime-grade", "peek_outside"), "01-passing")))
+        done = run_grader("--submission", str(TMP / "attacks" / "peek_outside"), "--out", str(TMP / "peek-unboxed"),
+                          "--no-object-checks", "--no-sandbox", "--lessons", "01", "--build-dir",
+                          str(TMP / "attacks-build"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("5/5", " ".join(table_row((TMP / "peek-unboxed" / "report.txt").read_text(), "01-passing")))
+
+    def test_a_class_is_not_graded_without_the_sandbox(self):
+        done = run_grader("--batch", str(TMP / "attacks-runtime"), "--student", "exit_zero", "--out",
+                          str(TMP / "no-bwrap"), "--bwrap", str(TMP / "no-such-bwrap"), "--lessons", "01",
+                          "--build-dir", str(TMP / "attacks-build"))
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("a class is graded only inside it", done.stderr)
+        self.assertIn("--no-sandbox", done.stderr)
 
     def test_a_setsid_child_is_killed_and_reported(self):
         self.assertEqual(self.sleeper.returncode, 0, self.sleeper.stderr)
