@@ -3,8 +3,9 @@
 //
 // Lesson 02's provided kernels (given to you: do not edit). This header is plain host C++, so
 // the test program, which the host compiler builds, includes it too. Each launcher enqueues its
-// kernel on `stream`, and the kernel runs on that stream's device: make it the current device
-// first (README: "Everything belongs to a device"). Both return at once; the kernel runs later.
+// kernel on `stream`, which must be a stream of the current device: the CUDA Programming Guide
+// says a launch into another device's stream fails (one driver runs it on the stream's device
+// instead: README, "Everything belongs to a device"). Both return at once; the kernel runs later.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,7 +14,8 @@
 
 namespace lesson02 {
 
-// out[i] = factor * in[i] for every i < n. `in` and `out` must be memory of the current device.
+// out[i] = factor * in[i] for every i < n. `in` and `out` must be memory of the current device,
+// the stream's.
 // n == 0 launches nothing.
 void launch_scale(const float* in, float* out, std::size_t n, float factor, cudaStream_t stream);
 

@@ -30,7 +30,7 @@ struct PeerLink {
   bool can_access = false;        // cudaDeviceCanAccessPeer(&v, from, to): peer access can be enabled
   int performance_rank = 0;       // cudaDevP2PAttrPerformanceRank: a relative value, comparable between
                                   // the pairs of one machine only
-  bool access_supported = false;  // cudaDevP2PAttrAccessSupported
+  bool access_supported = false;  // cudaDevP2PAttrAccessSupported (what it reports: README, task 2)
   bool native_atomics = false;    // cudaDevP2PAttrNativeAtomicSupported: atomics over the link
 };
 
@@ -58,8 +58,9 @@ void print_peer_matrix(std::ostream& out, const PeerMatrix& matrix);
 // ---- Task 2: enabling peer access -------------------------------------------------------------
 
 // Which ordered pairs have peer access enabled: enabled[device][peer] is true when kernels and
-// copies on `device` may use `peer`'s memory directly. The runtime has no call that asks "is
-// peer access from device to peer on?", so the program keeps this record and hands it on.
+// copies on `device` may use `peer`'s memory directly. The runtime has no call documented to
+// answer "is peer access from device to peer on?", so the program keeps this record and hands
+// it on.
 struct PeerAccessState {
   std::vector<std::vector<bool>> enabled;  // device_count x device_count; the diagonal is false
 
@@ -76,8 +77,10 @@ struct PeerAccessState {
 // Task 2. Enables peer access from every device to every other device that cudaDeviceCanAccessPeer
 // allows (so in both directions wherever the hardware allows both). Idempotent: pairs that are
 // already enabled are fine, and the "already enabled" error is cleared, so a later
-// cudaGetLastError() does not report it. Leaves the caller's current device as it was. Returns
-// the record: enabled[device][peer] == can the device access the peer.
+// cudaGetLastError() does not report it. Any other refusal is an error (course::ApiError):
+// cudaDeviceCanAccessPeer's yes does not promise that enabling succeeds (cudaErrorTooManyPeers
+// where a device has as many peers as the system allows). Leaves the caller's current device as
+// it was. Returns the record: enabled[device][peer] == can the device access the peer.
 PeerAccessState enable_peer_access_all();
 
 // Task 2. Disables peer access between every pair, in both directions; pairs that were not enabled

@@ -75,11 +75,12 @@ DistributedMatrix distribute_rows(std::span<const int> devices, int root, const 
 // Task 2. y = W x for a matrix split by rows. x (n floats) and y (m floats) are device memory of
 // A.root, and x is ready (no work pending on it). Every worker, on its own stream and at the same
 // time as the others: copies x from the root device into its own x (device to device with
-// cudaMemcpyPeerAsync, never through the host), multiplies its block with launch_gemv, and copies
-// its part of y into y[rows] on the root device. Returns when y is complete; afterwards every
-// worker's x holds x and its y holds its rows of the product. The caller's current device is the
-// same afterwards. Throws std::invalid_argument, before any CUDA call, when A is not a row split,
-// or x (for n > 0) or y (for m > 0) is nullptr.
+// cudaMemcpyPeerAsync, which the driver stages through host memory while peer access is off),
+// multiplies its block with launch_gemv, and copies its part of y into y[rows] on the root
+// device. Returns when y is complete; afterwards every worker's x holds x and its y holds its
+// rows of the product. The caller's current device is the same afterwards. Throws
+// std::invalid_argument, before any CUDA call, when A is not a row split, or x (for n > 0) or y
+// (for m > 0) is nullptr.
 void multiply_rows(DistributedMatrix& A, const float* x, float* y);
 
 // Task 3. Splits W (host memory, row-major m x n) by columns: worker k runs on devices[k] and gets
