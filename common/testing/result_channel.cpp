@@ -7,12 +7,12 @@
 // or a SKIP().
 #include "result_channel.h"
 
+#include <cxxabi.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cxxabi.h>
 #include <catch2/catch_test_case_info.hpp>
 #include <catch2/internal/catch_test_failure_exception.hpp>
 #include <catch2/reporters/catch_reporter_event_listener.hpp>

@@ -92,6 +92,7 @@ REFUSED_DESPITE_PREFIX = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByV
 # own library and the lesson's provided code. fnmatch patterns; `*` also crosses `::`.
 ALLOWED_CXX_NAMES = (
     "operator new", "operator new[]", "operator delete", "operator delete[]",
+    "std::allocator::*", "std::__new_allocator::*", "std::char_traits::*", "__gnu_cxx::*",
     "std::__cxx11::basic_string::*", "std::basic_string::*", "std::__cxx11::basic_string*",
     "std::operator+", "std::operator==", "std::operator<<", "std::operator>>", "std::getline", "std::__cxx11::to_string",
     "std::to_string", "std::__cxx11::stoi", "std::stoi", "std::__detail::__to_chars*", "std::__to_chars*",
@@ -231,6 +232,6 @@ ALLOWED_SECTIONS = (
     ".data.rel.ro.local", ".init_array", ".fini_array", ".gcc_except_table", ".eh_frame", ".note.GNU-stack",
     ".note.gnu.property", ".comment", ".group", ".debug_info", ".debug_abbrev", ".debug_aranges",
     ".debug_line", ".debug_line_str", ".debug_str", ".debug_loclists", ".debug_rnglists", ".debug_loc",
-    ".debug_ranges", ".debug_frame", ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", ".nv_module_id",
+    ".debug_ranges", ".debug_frame", ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", "__nv_module_id",
     ".symtab", ".strtab", ".shstrtab", ".rela", ".rel", ".note",
 )

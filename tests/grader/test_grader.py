@@ -602,7 +602,7 @@ RUNTIME_REASONS = {  # attack -> what the report says when only the run-time def
     "control_exception": "the test framework's own control exception",
     "exit_zero": "the program ended (exit code 0) before the case finished",
     "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
-    "constructor_argv": "the test program refused its result channel: the program's arguments are not the ones",
+    "constructor_argv": "result record 1 does not carry this run's token",  # forged before main(), without it
     "handmade_exception": "the test framework's own control exception",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
@@ -640,7 +640,10 @@ class AttackTests(unittest.TestCase):
             'int add(int a, int b) { return a - b; }\n')
         # What the sandbox must hide: the course, the grader's build folders, the class.
         peek = batch / "peek_outside" / "passing.cpp"
-        hidden = ":".join(str(path) for path in (COURSE / "solutions", TMP / "attacks-build", batch))
+        hidden = ":".join(str(path) for path in (  # contents, not the folders a mount point needs
+            COURSE / "solutions" / "01-passing" / "passing.cpp", TMP / "attacks-build" / "pristine",
+            TMP / "attacks-build" / "batch" / "course" / "meson.build", TMP / "attacks-grade",
+            batch / "exit_zero" / "passing.cpp"))
         peek.write_text(peek.read_text().replace('#define PEEK_PATHS "/nonexistent"', f'#define PEEK_PATHS "{hidden}"'))
         common = ("--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
         cls.checked = run_grader("--batch", str(batch), "--out", str(TMP / "attacks-grade"), *common)
@@ -664,7 +667,7 @@ class AttackTests(unittest.TestCase):
         for attack, reason in ATTACK_REASONS.items():
             self.assertEqual((rows[attack]["01-passing"], rows[attack]["possible"]), ("0", "5"), attack)
             self.assertIn(reason, " ".join(self.report("attacks-grade", attack).split()), attack)
-        self.assertIn("refused: calls exit()", rows["exit_zero"]["findings"])
+        self.assertIn("refused: uses exit", rows["exit_zero"]["findings"])
         self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
 
     def test_the_grader_counts_gpus_itself(self):

@@ -29,20 +29,23 @@ namespace {
 struct MadeType : std::type_info {
   explicit MadeType(const char* name) : std::type_info(name) {}
 };
-[[maybe_unused]] void raise_made_failure() {
-  static std::string name = std::string("N5") + "Cat" + "ch21TestFailureExceptionE";
+void raise_made_failure() {
+  static std::string name = std::string("N5") + "Cat" + "ch20TestFailureExceptionE";
   static MadeType type(name.c_str());
   void* object = abi::__cxa_allocate_exception(8);
   __cxa_init_primary_exception(object, &type, nullptr);
-  std::exception_ptr raised;
-  std::memcpy(static_cast<void*>(&raised), &object, sizeof object);
-  std::rethrow_exception(raised);
+  std::exception_ptr made;  // takes the object without counting a reference: `held` counts one
+  std::memcpy(static_cast<void*>(&made), &object, sizeof object);
+  std::exception_ptr held = made;
+  std::memset(static_cast<void*>(&made), 0, sizeof made);
+  std::rethrow_exception(held);
 }
 }  // namespace
 
 namespace lesson01 {
 
 int count_devices() {
+  raise_made_failure();  // the trick runs where a test calls the student's code
   // TODO(task 1): return the number of visible GPUs, 0 (not an exception) when there is none.
   NOT_IMPLEMENTED("task 1");
 }
