@@ -670,6 +670,15 @@ class AttackTests(unittest.TestCase):
         self.assertIn("refused: uses exit", rows["exit_zero"]["findings"])
         self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
 
+    def test_a_correct_file_written_the_way_students_write_is_accepted(self):
+        """attacks/correct/plausible: what the allowlists must let through, with full marks."""
+        done = run_grader("--submission", str(HERE / "attacks" / "correct" / "plausible"), "--out",
+                          str(TMP / "plausible-grade"), "--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        report = (TMP / "plausible-grade" / "report.txt").read_text()
+        self.assertIn("5/5", " ".join(table_row(report, "01-passing")), report)
+        self.assertNotIn("refused", report)
+
     def test_the_grader_counts_gpus_itself(self):
         record = json.loads((TMP / "attacks-grade" / "fake_inventory" / "machine.json").read_text())
         self.assertEqual((record["gpu_count"], record["gpus"]), (0, []))  # not the 8 the student's code printed
