@@ -268,8 +268,10 @@ TEST_CASE("each buffer goes back to its worker's stream only after its right nei
           CUDA_CHECK(cudaMemsetAsync(buffers.pointers[k], 0xFF, count * sizeof(float), workspace.workers[k].stream));
           wait_for_workers(workspace);
         });
-        INFO(what << ": " << late.why_not());
-        REQUIRE(late.delayed());
+        if (!late.delayed()) {
+          INFO(what << ": " << late.why_not());
+          REQUIRE(late.delayed());
+        }
         buffers.check(what + ", buffer " + std::to_string(k) + " overwritten on worker " + std::to_string(k) +
                           "'s stream after the call (NaN: worker " + std::to_string(right) + " read buffer " +
                           std::to_string(k) +
@@ -301,8 +303,10 @@ TEST_CASE("every ring step waits for its left neighbour's step of this call whic
         ring_all_reduce(workspace, buffers.pointers, count, late.step());
         wait_for_workers(workspace);
       });
-      INFO(what << ": " << late.why_not());
-      REQUIRE(late.delayed());
+      if (!late.delayed()) {
+        INFO(what << ": " << late.why_not());
+        REQUIRE(late.delayed());
+      }
       buffers.check(what +
                     " (a wrong sum: worker 0 read the chunk of that step before it was written; its next "
                     "step must wait for the event worker " +

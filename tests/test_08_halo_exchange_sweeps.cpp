@@ -143,11 +143,13 @@ void check_returns_when_done(Run run, const std::string& name, std::vector<bool>
     const bool returned = course::testing::returns_while_held(
         boundary ? held.boundary_stream.get() : held.stream.get(), name + " with worker 1's " + stream_name + " held",
         [&] { run(grid, iterations); }, 500ms);
-    INFO(name << "(grid, " << iterations << ") returned while worker 1's " << stream_name
-              << " was held, with work of the call still waiting on it: wait for every worker's streams ("
-              << (held_streams.size() > 1 ? "both of them" : "its `stream`")
-              << "), once, after the last iteration, so that the work is done when the call returns");
-    CHECK_FALSE(returned);
+    {
+      INFO(name << "(grid, " << iterations << ") returned while worker 1's " << stream_name
+                << " was held, with work of the call still waiting on it: wait for every worker's streams ("
+                << (held_streams.size() > 1 ? "both of them" : "its `stream`")
+                << "), once, after the last iteration, so that the work is done when the call returns");
+      CHECK_FALSE(returned);
+    }
     for (const Worker& w : grid.workers) {
       w.stream.synchronize();
       w.boundary_stream.synchronize();
@@ -245,12 +247,14 @@ TEST_CASE("the interior is swept while the same worker's boundary rows are held 
     const bool reached = progresses_while_held(
         w.boundary_stream.get(), "run_overlapped with worker " + std::to_string(k) + "'s boundary_stream held",
         [&] { run_overlapped(grid, 4); }, [&] { return interior.reached(states[1]); }, seen);
-    INFO("while worker " << k << "'s boundary_stream was held (its first and last rows and their sends), its "
-                         << "interior rows should have been swept once on its `stream`: the interior of a sweep "
-                         << "waits only for the worker's own `sent` of the sweep before. A wait enqueued after this "
-                         << "sweep's `sent` is recorded waits for this sweep's boundary rows instead: the result "
-                         << "stays exact, but nothing overlaps (the watcher: " << seen << ")");
-    CHECK(reached);
+    {
+      INFO("while worker " << k << "'s boundary_stream was held (its first and last rows and their sends), its "
+                           << "interior rows should have been swept once on its `stream`: the interior of a sweep "
+                           << "waits only for the worker's own `sent` of the sweep before. A wait enqueued after this "
+                           << "sweep's `sent` is recorded waits for this sweep's boundary rows instead: the result "
+                           << "stays exact, but nothing overlaps (the watcher: " << seen << ")");
+      CHECK(reached);
+    }
     check_state(grid, states[4], "run_overlapped after the held boundary_stream went on");
   }
 }
