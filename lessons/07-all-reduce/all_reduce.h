@@ -74,7 +74,7 @@ struct AllReduceWorkspace {
 // buffers.size() == W (the workspace's worker count). Afterwards every buffer holds the sum, in
 // float, of the W buffers' elements; every worker's buffer holds the same bits. Each call:
 //  - enqueues on the workers' streams and returns without waiting for the GPU: no host
-//    synchronisation anywhere (no cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+//    synchronization anywhere (no cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
 //    nor a cudaMemcpy that waits). The caller waits for the streams, as with NCCL.
 //  - starts on worker k only after what the caller enqueued on workers[k].stream before the call,
 //    and whatever the caller enqueues on workers[k].stream after the call runs only once buffer k
