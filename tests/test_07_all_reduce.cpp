@@ -10,9 +10,12 @@
 // are in test_07_all_reduce_one_shot.cpp and test_07_all_reduce_dispatch.cpp.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
+#include <map>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "all_reduce.h"
@@ -24,6 +27,80 @@
 
 using namespace lesson07;
 using namespace lesson07_tests;
+
+namespace {
+
+// The chunk worker k's step t covers, by the contract's rule (the test's own arithmetic, not the
+// ring_chunk under test): reduce-scatter step t = s takes chunk (k - 1 - s) mod W, all-gather step
+// t = W - 1 + s takes chunk (k - s) mod W.
+course::Range chunk_of_step(std::size_t count, int workers, int k, int t) {
+  const int s = t < workers - 1 ? t : t - (workers - 1);
+  const int chunk = ((t < workers - 1 ? k - 1 - s : k - s) % workers + workers) % workers;
+  const std::size_t w = static_cast<std::size_t>(workers);
+  const std::size_t per = ((count + w - 1) / w + 3) / 4 * 4;
+  const std::size_t begin = std::min(static_cast<std::size_t>(chunk) * per, count);
+  return {begin, std::min(begin + per, count)};
+}
+
+// The last step t of worker k whose chunk holds floats; -1 when none does.
+int last_step_with_floats(std::size_t count, int workers, int k) {
+  int last = -1;
+  for (int t = 0; t < 2 * (workers - 1); ++t)
+    if (!chunk_of_step(count, workers, k, t).empty()) last = t;
+  return last;
+}
+
+// A ring step that makes worker `late`'s step `late_step` (counted in the calls of step on that
+// worker's stream) run 300 ms late: it enqueues a host-function sleep on the stream first.
+class LateStep {
+ public:
+  LateStep(const AllReduceWorkspace& workspace, int late, int late_step)
+      : stream_(workspace.workers[late].stream.get()), late_(late), late_step_(late_step) {}
+  RingStep step() {
+    return [this](const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
+      if (stream == stream_ && calls_++ == late_step_) {
+        enqueue_delay(stream, 300ms);
+        delayed_ = true;
+      }
+      enqueue_ring_step(src, dst, n, add, stream);
+    };
+  }
+  bool delayed() const { return delayed_; }
+  std::string why_not() const {
+    return "worker " + std::to_string(late_) + " made " + std::to_string(calls_) + " calls of step, so its step " +
+           std::to_string(late_step_) + " never came: every step is one call of step, an empty chunk included " +
+           "(size 0, with its wait and its event)";
+  }
+
+ private:
+  cudaStream_t stream_;
+  int late_, late_step_;
+  int calls_ = 0;
+  bool delayed_ = false;
+};
+
+// Every call of step, as it came.
+struct StepCall {
+  const float* src = nullptr;
+  float* dst = nullptr;
+  std::size_t n = 0;
+  bool add = false;
+};
+
+// "buffer j + i" for a pointer into one of the buffers, or what else it is.
+std::string where(const float* p, const Buffers& buffers) {
+  for (std::size_t j = 0; j < buffers.pointers.size(); ++j)
+    if (p >= buffers.pointers[j] && p <= buffers.pointers[j] + buffers.count)
+      return "buffers[" + std::to_string(j) + "] + " + std::to_string(p - buffers.pointers[j]);
+  return "a pointer into no buffer";
+}
+
+std::string show_step(const float* src, const float* dst, std::size_t n, bool add, const Buffers& buffers) {
+  return "step(" + where(src, buffers) + ", " + where(dst, buffers) + ", " + std::to_string(n) + ", " +
+         (add ? "add" : "copy") + ")";
+}
+
+}  // namespace
 
 // ---- Task 1 ---------------------------------------------------------------------------------
 
@@ -111,36 +188,132 @@ TEST_CASE("the ring call returns at once and no step reads a chunk before its le
       case_seed(130));
 }
 
+TEST_CASE("every ring step is one call of step with its worker's chunk, empty chunks included",
+          "[07-all-reduce][task:1][gpus:1][points:1]") {
+  require_gpus(1);
+  for (int workers = 1; workers <= 5; ++workers) {
+    AllReduceWorkspace workspace(repeated(0, workers), 16);
+    const std::size_t w = static_cast<std::size_t>(workers);
+    const int steps = 2 * (workers - 1);
+    for (const std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{5}, 4 * w + 3, 4099 * w + 1}) {
+      Buffers buffers(workspace, count, case_seed(170 + count));
+      std::map<cudaStream_t, std::vector<StepCall>> calls;
+      const RingStep noted = [&](const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
+        calls[stream].push_back({src, dst, n, add});
+        enqueue_ring_step(src, dst, n, add, stream);
+      };
+      ring_all_reduce(workspace, buffers.pointers, count, noted);
+      wait_for_workers(workspace);
+      const std::string what = "ring_all_reduce of " + std::to_string(count) + " floats over " +
+                               std::to_string(workers) + " workers on GPU 0";
+      std::size_t on_worker_streams = 0;
+      for (int k = 0; k < workers; ++k) {
+        const std::vector<StepCall>& got = calls[workspace.workers[k].stream.get()];
+        on_worker_streams += got.size();
+        INFO(what << ": worker " << k << " made " << got.size() << " calls of step on its stream; the contract makes "
+                  << steps << ", one per step t = 0 .. 2 (W - 1) - 1, an empty chunk included (size 0, with its "
+                  << "wait and its event)");
+        CHECK(got.size() == static_cast<std::size_t>(steps));
+        const int left = (k - 1 + workers) % workers;
+        for (int t = 0; t < steps && t < static_cast<int>(got.size()); ++t) {
+          const course::Range chunk = chunk_of_step(count, workers, k, t);
+          const bool add = t < workers - 1;
+          const StepCall& call = got[static_cast<std::size_t>(t)];
+          // An empty chunk's pointers point at nothing: only its size and kind are checked.
+          const bool right = call.n == chunk.size() && call.add == add &&
+                             (chunk.empty() || (call.src == buffers.pointers[left] + chunk.begin &&
+                                                call.dst == buffers.pointers[k] + chunk.begin));
+          if (right) continue;
+          INFO("worker " << k << "'s step " << t << " (the " << t + 1 << "th call on its stream) was "
+                         << show_step(call.src, call.dst, call.n, call.add, buffers) << "; the contract's is "
+                         << show_step(buffers.pointers[left] + chunk.begin, buffers.pointers[k] + chunk.begin,
+                                      chunk.size(), add, buffers)
+                         << " (its left neighbour's chunk into its own, the steps in order)");
+          CHECK(right);
+          break;  // the first wrong step of each worker
+        }
+      }
+      INFO(what << ": every step goes on its worker's stream; " << on_worker_streams << " of the calls did");
+      std::size_t all = 0;
+      for (const auto& [stream, list] : calls) all += list.size();
+      CHECK(all == on_worker_streams);
+      buffers.check(what);
+    }
+  }
+}
+
 TEST_CASE("each buffer goes back to its worker's stream only after its right neighbour's last read",
           "[07-all-reduce][task:1][gpus:1][points:1]") {
   require_gpus(1);
-  const std::size_t count = 1000003;
-  for (int workers = 2; workers <= 3; ++workers) {
-    AllReduceWorkspace workspace(repeated(0, workers));
-    Buffers buffers(workspace, count, case_seed(140));
-    ring_all_reduce(workspace, buffers.pointers, count);  // loads every kernel it uses
-    wait_for_workers(workspace);
-    buffers.reset();
-    bool delayed = false;
-    const RingStep slow_worker_1 = [&](const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
-      if (!add && !delayed && stream == workspace.workers[1].stream.get()) {  // worker 1's first all-gather step
-        enqueue_delay(stream, 300ms);
-        delayed = true;
-      }
-      enqueue_ring_step(src, dst, n, add, stream);
-    };
-    run_with_watchdog("ring_all_reduce with worker 1's all-gather delayed", kGateLimit, kGateHint, [&] {
-      ring_all_reduce(workspace, buffers.pointers, count, slow_worker_1);
-      // The caller reuses buffer 0 right after the call, in the order of worker 0's stream.
-      CUDA_CHECK(cudaMemsetAsync(buffers.pointers[0], 0xFF, count * sizeof(float), workspace.workers[0].stream));
+  for (int workers = 2; workers <= 4; ++workers) {
+    AllReduceWorkspace workspace(repeated(0, workers), 16);
+    // One float: the last chunks are empty, and a worker's last step may be one of them.
+    for (const std::size_t count : {std::size_t{1}, std::size_t{1000003}}) {
+      Buffers buffers(workspace, count, case_seed(140 + count));
+      ring_all_reduce(workspace, buffers.pointers, count);  // loads every kernel it uses
       wait_for_workers(workspace);
-    });
-    REQUIRE(delayed);
-    buffers.check(std::to_string(workers) +
-                      " workers, worker 1 delayed before its all-gather, buffer 0 overwritten on worker 0's stream "
-                      "after the call (NaN: worker 1 read buffer 0 after the call had handed it back; worker 0's "
-                      "stream must wait for its right neighbour's last step)",
-                  0);
+      for (int k = 0; k < workers; ++k) {
+        // Buffer k is read by its right neighbour: make that neighbour's last read of it late.
+        const int right = (k + 1) % workers;
+        const int last_read = last_step_with_floats(count, workers, right);
+        if (last_read < 0) continue;
+        buffers.reset();
+        LateStep late(workspace, right, last_read);
+        const std::string what = std::to_string(workers) + " workers, " + std::to_string(count) + " floats, worker " +
+                                 std::to_string(right) + "'s step " + std::to_string(last_read) +
+                                 " (its last read of buffer " + std::to_string(k) + ") 300 ms late";
+        run_with_watchdog("ring_all_reduce with " + what, kGateLimit, kGateHint, [&] {
+          ring_all_reduce(workspace, buffers.pointers, count, late.step());
+          // The caller reuses buffer k right after the call, in the order of worker k's stream.
+          CUDA_CHECK(cudaMemsetAsync(buffers.pointers[k], 0xFF, count * sizeof(float), workspace.workers[k].stream));
+          wait_for_workers(workspace);
+        });
+        if (!late.delayed()) {
+          INFO(what << ": " << late.why_not());
+          REQUIRE(late.delayed());
+        }
+        buffers.check(what + ", buffer " + std::to_string(k) + " overwritten on worker " + std::to_string(k) +
+                          "'s stream after the call (NaN: worker " + std::to_string(right) + " read buffer " +
+                          std::to_string(k) +
+                          " after the call had handed it back; at the end, each worker's "
+                          "stream must wait for the event its right neighbour recorded after its last step, and "
+                          "that step must record it even when its chunk is empty)",
+                      k);
+      }
+    }
+  }
+}
+
+TEST_CASE("every ring step waits for its left neighbour's step of this call whichever step is late",
+          "[07-all-reduce][task:1][gpus:1][points:1]") {
+  require_gpus(1);
+  for (int workers = 2; workers <= 4; ++workers) {
+    const std::size_t count = 4099 * static_cast<std::size_t>(workers) + 1;  // every chunk holds floats
+    AllReduceWorkspace workspace(repeated(0, workers), 16);
+    Buffers buffers(workspace, count, case_seed(180 + workers));
+    ring_all_reduce(workspace, buffers.pointers, count);  // loads every kernel; every event recorded once
+    wait_for_workers(workspace);
+    const int late_worker = workers - 1;  // worker 0's left neighbour
+    for (int t = 0; t < 2 * (workers - 1); ++t) {
+      buffers.reset();
+      LateStep late(workspace, late_worker, t);
+      const std::string what = std::to_string(workers) + " workers, worker " + std::to_string(late_worker) +
+                               "'s step " + std::to_string(t) + " 300 ms late";
+      run_with_watchdog("ring_all_reduce with " + what, kGateLimit, kGateHint, [&] {
+        ring_all_reduce(workspace, buffers.pointers, count, late.step());
+        wait_for_workers(workspace);
+      });
+      if (!late.delayed()) {
+        INFO(what << ": " << late.why_not());
+        REQUIRE(late.delayed());
+      }
+      buffers.check(what +
+                    " (a wrong sum: worker 0 read the chunk of that step before it was written; its next "
+                    "step must wait for the event worker " +
+                    std::to_string(late_worker) +
+                    " recorded after it in this call: enqueue the steps step by step, for t and then for k, so "
+                    "that each event a step waits for is already recorded when the wait is enqueued)");
+    }
   }
 }
 
@@ -163,10 +336,18 @@ TEST_CASE("ring calls whose buffers do not fit the workers are rejected before a
   const std::vector<float*> with_null = {buffers.pointers[0], nullptr, buffers.pointers[2]};
   CHECK_THROWS_AS(ring_all_reduce(workspace, two, 100), std::invalid_argument);
   CHECK_THROWS_AS(ring_all_reduce(workspace, with_null, 100), std::invalid_argument);
+  {
+    INFO(
+        "count 0 or one worker is nothing to do, but only after the buffer checks: a list that does not fit the "
+        "workers is rejected all the same");
+    CHECK_THROWS_AS(ring_all_reduce(workspace, two, 0), std::invalid_argument);
+    AllReduceWorkspace one(repeated(0, 1), 16);
+    CHECK_THROWS_AS(ring_all_reduce(one, two, 100), std::invalid_argument);
+  }
   ring_all_reduce(workspace, with_null, 0);  // nothing to do: a nullptr is fine
   wait_for_workers(workspace);
   for (int k = 0; k < 3; ++k) {
-    INFO("buffer " << k << " after two rejected calls and one of count 0: it must still hold its input");
+    INFO("buffer " << k << " after four rejected calls and one of count 0: it must still hold its input");
     CHECK(buffers.result(k) == buffers.inputs[k]);
   }
 }

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <set>
 #include <thread>
-#include <utility>
 
 #include "common/check.h"
 #include "common/compare.h"
@@ -212,18 +211,6 @@ lesson07::PeerSum LaunchDevices::sum() {
     note("a one-shot sum", stream);
     enqueue_sum_of_peers(sources, out, n, stream);
   };
-}
-
-void LaunchDevices::note(const char* what, cudaStream_t stream) {
-  if (!first_.empty()) return;
-  const int current = current_device(), owner = course::testing::stream_device(stream);
-  if (current != owner)
-    first_ = std::string(what) + " was enqueued on a stream of GPU " + std::to_string(owner) + " while GPU " +
-             std::to_string(current) + " was current: make the worker's device current (cudaSetDevice) before each";
-}
-
-std::string LaunchDevices::take_first_mismatch() {
-  return std::exchange(first_, std::string());
 }
 
 void check_on_distinct_gpus(const std::string& name, const CheckedCall& call, std::size_t one_shot_max_count,

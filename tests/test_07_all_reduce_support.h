@@ -22,6 +22,7 @@
 #include "common/buffers.h"
 #include "common/testing/gpu_test.h"
 #include "common/testing/held_stream.h"
+#include "common/testing/launch_devices.h"
 #include "common/testing/workers.h"
 
 namespace lesson07_tests {
@@ -104,20 +105,12 @@ void check_matches_reference(const std::string& name, const AllReduceCall& call,
 void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed);
 
 // A ring step and a one-shot sum that note, before they enqueue, whether the stream's own device is
-// current: the contract launches every kernel with its worker's device current. A launch into
-// another device's stream runs on that stream's device (seen with CUDA 13 on two H100s), so the sums
-// alone cannot show a forgotten cudaSetDevice; this record does, on distinct GPUs.
-class LaunchDevices {
+// current (common/testing/launch_devices.h says why the test records it itself): the contract
+// launches every kernel with its worker's device current.
+class LaunchDevices : public course::testing::LaunchDevices {
  public:
   lesson07::RingStep step();
   lesson07::PeerSum sum();
-  // "" when every step or sum since the last call had its stream's device current; otherwise what
-  // the first one that did not found. Starts the record again.
-  std::string take_first_mismatch();
-
- private:
-  void note(const char* what, cudaStream_t stream);
-  std::string first_;
 };
 
 // An all-reduce under test that launches through a LaunchDevices' step or sum.

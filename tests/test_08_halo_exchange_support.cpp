@@ -123,13 +123,16 @@ void load_kernels(int device) {
 }
 
 Progress::Progress(const Decomposition& grid, std::size_t k, const float* buffer)
+    : Progress(grid, k, buffer, grid.workers[k].rows) {}
+
+Progress::Progress(const Decomposition& grid, std::size_t k, const float* buffer, course::Range grid_rows)
     : nx_(grid.nx),
-      rows_(grid.workers[k].rows),
-      buffer_(buffer),
-      peeker_(grid.workers[k].device, rows_.size() * grid.nx * sizeof(float)) {}
+      rows_(grid_rows),
+      first_row_(buffer + (grid_rows.begin - (grid.workers[k].rows.begin - 1)) * grid.nx),
+      peeker_(grid.workers[k].device, grid_rows.size() * grid.nx * sizeof(float)) {}
 
 bool Progress::reached(const std::vector<float>& expected) {
-  const std::vector<float> rows = peeker_.values(buffer_ + nx_, rows_.size() * nx_);
+  const std::vector<float> rows = peeker_.values(first_row_, rows_.size() * nx_);
   return std::memcmp(rows.data(), expected.data() + rows_.begin * nx_, rows.size() * sizeof(float)) == 0;
 }
 

@@ -63,17 +63,19 @@ void poison_next(lesson08::Decomposition& grid);
 void load_kernels(int device);
 
 // While `held` is held: whether buffer `buffer` of worker `k` (a pointer taken before the call)
-// comes to hold, in its rows, the state `expected` (the whole grid after some sweeps). Read through
-// a Peeker made beforehand, so the reads never wait behind the call under test.
+// comes to hold, in its rows (or in `grid_rows`, some of them), the state `expected` (the whole grid
+// after some sweeps). Read through a Peeker made beforehand, so the reads never wait behind the call
+// under test.
 class Progress {
  public:
   Progress(const lesson08::Decomposition& grid, std::size_t k, const float* buffer);
+  Progress(const lesson08::Decomposition& grid, std::size_t k, const float* buffer, course::Range grid_rows);
   bool reached(const std::vector<float>& expected);
 
  private:
   std::size_t nx_;
   course::Range rows_;
-  const float* buffer_;
+  const float* first_row_;  // where grid row rows_.begin lies in the buffer
   course::testing::Peeker peeker_;
 };
 

@@ -19,6 +19,7 @@
 
 #include "common/check.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/launch_devices.h"
 #include "common/testing/workers.h"
 #include "jacobi.h"
 #include "test_08_halo_exchange_support.h"
@@ -42,10 +43,19 @@ void check_exact(const Devices& devices, Run run, const std::string& name, std::
     for (const int iterations : {3, 0, 1, 3}) {
       poison_next(grid);
       const int caller = current_device();
-      run(grid, iterations);
+      course::testing::LaunchDevices launches;
+      {
+        const course::testing::WatchedLaunches watch(launches);  // notes the current device at each launch
+        run(grid, iterations);
+      }
       done += iterations;
       INFO(show(devices) << ", grid " << shape.ny << " x " << shape.nx);
       CHECK(current_device() == caller);
+      const std::string wrong_device = launches.take_first_mismatch();
+      INFO(name << ": " << wrong_device
+                << " (every worker sweeps with its device current; a launch into another device's stream is "
+                << "documented to fail, yet CUDA 13.0 ran it on the stream's device, so only this note shows it)");
+      CHECK(wrong_device.empty());
       check_state(grid, states[done],
                   name + "(grid, " + std::to_string(iterations) + "), " + std::to_string(done) + " sweeps in all");
     }
@@ -116,6 +126,38 @@ void check_progress(Run run, const std::string& name, bool hold_boundary_stream,
   check_state(grid, states[6], name + " after the held worker went on");
 }
 
+// Worker 1 of three on one GPU, each block 5 rows; each of its streams in `held_streams` (false:
+// `stream`, true: `boundary_stream`) held in turn while `run` does `iterations` sweeps: the call must
+// not return while a stream is held, for it waits for every stream of every worker, once, at the
+// end. Then the state must be exact.
+void check_returns_when_done(Run run, const std::string& name, std::vector<bool> held_streams, int iterations,
+                             std::uint64_t salt) {
+  const Shape shape{17, 45};
+  const std::vector<std::vector<float>> states = random_states(shape, salt, iterations);
+  const Devices devices = {0, 0, 0};
+  load_kernels(0);
+  for (const bool boundary : held_streams) {
+    Decomposition grid = decompose(devices, shape.ny, shape.nx, states[0]);
+    const Worker& held = grid.workers[1];
+    const std::string stream_name = boundary ? "boundary_stream" : "stream";
+    const bool returned = course::testing::returns_while_held(
+        boundary ? held.boundary_stream.get() : held.stream.get(), name + " with worker 1's " + stream_name + " held",
+        [&] { run(grid, iterations); }, 500ms);
+    {
+      INFO(name << "(grid, " << iterations << ") returned while worker 1's " << stream_name
+                << " was held, with work of the call still waiting on it: wait for every worker's streams ("
+                << (held_streams.size() > 1 ? "both of them" : "its `stream`")
+                << "), once, after the last iteration, so that the work is done when the call returns");
+      CHECK_FALSE(returned);
+    }
+    for (const Worker& w : grid.workers) {
+      w.stream.synchronize();
+      w.boundary_stream.synchronize();
+    }
+    check_state(grid, states[static_cast<std::size_t>(iterations)], name + " after the held stream went on");
+  }
+}
+
 }  // namespace
 
 // ---- Task 2 ---------------------------------------------------------------------------------
@@ -145,6 +187,12 @@ TEST_CASE("the plain sweeps are all enqueued before the call waits for any",
                  "one, and a wait for a neighbour's `sent` enqueued after that neighbour recorded this iteration's "
                  "(waits and sweeps in one loop) chains the workers, so it does none",
                  230);
+}
+
+TEST_CASE("run_plain returns only once every worker's sweeps are done",
+          "[08-halo-exchange][task:2][gpus:1][points:1][overlap]") {
+  require_gpus(1);
+  check_returns_when_done(run_plain, "run_plain", {false}, 3, 240);
 }
 
 // ---- Task 3 ---------------------------------------------------------------------------------
@@ -181,4 +229,39 @@ TEST_CASE("the boundary rows are swept and sent while the same worker's interior
                  "so its neighbour gets the halo of the first sweep and can do its second; with the boundary rows or "
                  "their sends on `stream`, or a wait for the interior before the sends, it stops after one",
                  340);
+}
+
+TEST_CASE("the interior is swept while the same worker's boundary rows are held back",
+          "[08-halo-exchange][task:3][gpus:1][points:2][overlap]") {
+  require_gpus(1);
+  const Shape shape{3 * 5 + 2, 45};
+  const std::vector<std::vector<float>> states = random_states(shape, 350, 4);
+  const Devices devices = {0, 0, 0};
+  load_kernels(0);
+  for (const std::size_t k : {std::size_t{0}, std::size_t{1}}) {  // the first worker, and one in the middle
+    Decomposition grid = decompose(devices, shape.ny, shape.nx, states[0]);
+    const Worker& w = grid.workers[k];
+    // Rows 2 .. R-1 of its block, which its interior sweep writes into `next` in the first sweep.
+    Progress interior(grid, k, w.next.data(), course::Range{w.rows.begin + 1, w.rows.end - 1});
+    std::string seen;
+    const bool reached = progresses_while_held(
+        w.boundary_stream.get(), "run_overlapped with worker " + std::to_string(k) + "'s boundary_stream held",
+        [&] { run_overlapped(grid, 4); }, [&] { return interior.reached(states[1]); }, seen);
+    {
+      INFO("while worker " << k << "'s boundary_stream was held (its first and last rows and their sends), its "
+                           << "interior rows should have been swept once on its `stream`: the interior of a sweep "
+                           << "waits only for the worker's own `sent` of the sweep before. A wait enqueued after this "
+                           << "sweep's `sent` is recorded waits for this sweep's boundary rows instead: the result "
+                           << "stays exact, but nothing overlaps (the watcher: " << seen << ")");
+      CHECK(reached);
+    }
+    check_state(grid, states[4], "run_overlapped after the held boundary_stream went on");
+  }
+}
+
+TEST_CASE("run_overlapped returns only once both streams of every worker are done",
+          "[08-halo-exchange][task:3][gpus:1][points:1][overlap]") {
+  require_gpus(1);
+  // One sweep: neither of worker 1's streams waits for the other in it, so each is held alone.
+  check_returns_when_done(run_overlapped, "run_overlapped", {false, true}, 1, 360);
 }

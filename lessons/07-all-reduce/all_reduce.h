@@ -74,7 +74,7 @@ struct AllReduceWorkspace {
 // buffers.size() == W (the workspace's worker count). Afterwards every buffer holds the sum, in
 // float, of the W buffers' elements; every worker's buffer holds the same bits. Each call:
 //  - enqueues on the workers' streams and returns without waiting for the GPU: no host
-//    synchronisation anywhere (no cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+//    synchronization anywhere (no cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
 //    nor a cudaMemcpy that waits). The caller waits for the streams, as with NCCL.
 //  - starts on worker k only after what the caller enqueued on workers[k].stream before the call,
 //    and whatever the caller enqueues on workers[k].stream after the call runs only once buffer k
@@ -83,7 +83,14 @@ struct AllReduceWorkspace {
 //  - launches every kernel with its worker's device current, and leaves the caller's current
 //    device as it was.
 //  - throws std::invalid_argument, before any CUDA call, when buffers.size() != W or a buffer is
-//    nullptr while count > 0.
+//    nullptr while count > 0. A course::DeviceGuard is a CUDA call (it calls cudaGetDevice and
+//    cudaSetDevice): check first, then make it. "Nothing to do" (count = 0, one worker) comes after
+//    these checks: a list that does not fit the workers is rejected for count = 0 too.
+//  - may follow any other of these calls on the same workspace and buffers, ring or one-shot in any
+//    mix (the dispatcher does): each call starts on worker k after everything already on its stream,
+//    the previous call included, and hands buffer k back only when no worker reads it any more; the
+//    ring never touches the scratch, the one-shot guards its scratch with its own events (read_done)
+//    from one one-shot call to the next, and the two algorithms record different events.
 
 // ---- Task 1: the ring ------------------------------------------------------------------------------
 
@@ -98,20 +105,24 @@ course::Range ring_chunk(std::size_t count, int workers, int chunk);
 // Task 1. Enqueues on `stream` (of the current device) one step of the ring over n floats:
 // dst[i] += src[i] when `add`, dst[i] = src[i] otherwise, for i in [0, n). `dst` is memory of the
 // current device; `src` may be another device's memory (peer access is on) or this device's.
-// Both are 16-byte aligned. n = 0 enqueues nothing. Reads and writes nothing outside [0, n).
+// Both are 16-byte aligned, and they never overlap (the ring passes chunks of two workers' buffers):
+// the kernel may take them __restrict__. n = 0 enqueues nothing. Reads and writes nothing outside
+// [0, n).
 void enqueue_ring_step(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream);
 
-// How one step is enqueued: enqueue_ring_step's signature. The tests pass one that, for one worker,
-// enqueues a 300 ms host-function sleep on its stream and then calls enqueue_ring_step, and on
-// distinct GPUs one that notes whether the stream's device is current (a launch into another
-// device's stream still runs, on that stream's device: only this shows a missing cudaSetDevice).
-// Make every step through the `step` you are given.
+// How one step is enqueued: enqueue_ring_step's signature. The tests pass their own, which calls
+// enqueue_ring_step after it: one that records every call's arguments; one that, before one chosen
+// step of one worker, enqueues a 300 ms host-function sleep on its stream; and on distinct GPUs one
+// that notes whether the stream's device is current. (A kernel launch into a stream of another device
+// than the current one is documented to fail, but some drivers run it on the stream's device: CUDA
+// 13.0 with driver 580 on H100s did, measured by the course. So the test records the current device
+// itself.) Make every step through the `step` you are given, one call per step.
 using RingStep = std::function<void(const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream)>;
 
 // Task 1. The ring all-reduce, in place. With W workers and chunks ring_chunk(count, W, c), worker k
 // receives from its left neighbour L = (k - 1 + W) % W; every step is one call of
 //     step(buffers[L] + chunk begin, buffers[k] + chunk begin, chunk size, add, workers[k].stream)
-// with worker k's device current, for empty chunks too (size 0):
+// with worker k's device current, for empty chunks too (size 0, with the step's wait and event):
 //  - reduce-scatter, steps s = 0 .. W-2: worker k adds L's chunk (k - 1 - s) mod W into its own
 //    (add = true). After it, worker k holds the whole sum of chunk (k + 1) mod W.
 //  - all-gather, steps s = 0 .. W-2: worker k copies L's chunk (k - s) mod W over its own (add = false).
@@ -153,14 +164,18 @@ struct PeerSources {
 };
 
 // Task 3. Enqueues on `stream` (of the current device) out[i] = sources.data[0][i] + ... +
-// sources.data[count - 1][i], added in that order in float, for i in [0, n): one kernel that reads
-// every source where it lives (another device's memory through peer access, or this device's).
-// `out` is memory of the current device; every pointer is 16-byte aligned. n = 0 enqueues nothing.
+// sources.data[count - 1][i], added in that order in float, for i in [0, n): the sum starts from the
+// first source, not from 0.0f (the two differ where every source holds -0.0f: the sum is -0.0f, and
+// 0.0f + -0.0f is +0.0f). One kernel that reads every source where it lives (another device's memory
+// through peer access, or this device's). 1 <= sources.count <= kMaxWorkers always (the one-shot
+// passes its W workers' scratches): the kernel may assume it. `out` is memory of the current device,
+// apart from every source; every pointer is 16-byte aligned. n = 0 enqueues nothing.
 void enqueue_sum_of_peers(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream);
 
-// How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass one that, for one
-// worker, enqueues a 300 ms host-function sleep on its stream and then calls enqueue_sum_of_peers, and
-// on distinct GPUs one that notes whether the stream's device is current.
+// How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass their own, which
+// calls enqueue_sum_of_peers after it: one that records every call's arguments; one that, for one
+// worker, enqueues a 300 ms host-function sleep on its stream first; and on distinct GPUs one that
+// notes whether the stream's device is current (as RingStep's).
 using PeerSum = std::function<void(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream)>;
 
 // Task 3. The one-shot all-reduce, in place, for count <= workspace.one_shot_max_count:
@@ -171,8 +186,10 @@ using PeerSum = std::function<void(const PeerSources& sources, float* out, std::
 //     for every other worker's `published` of THIS call, and records `read_done` after it.
 // Scratch is reused by the next call: worker k copies into its scratch only once every other
 // worker has finished reading it in the previous call (their `read_done`; an event never recorded
-// is complete). count = 0: nothing to do. Throws std::invalid_argument, before any CUDA call, when
-// count > workspace.one_shot_max_count (besides the cases every all-reduce rejects).
+// is complete). W = 1 or count = 0: nothing to do, after the checks (one buffer is its own sum; a
+// call that copies and sums it anyway is right too, only slower). Throws std::invalid_argument,
+// before any CUDA call, when count > workspace.one_shot_max_count (besides the cases every
+// all-reduce rejects).
 void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
                          const PeerSum& sum = enqueue_sum_of_peers);
 

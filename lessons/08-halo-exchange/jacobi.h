@@ -28,8 +28,10 @@ namespace lesson08 {
 //     0.25f * ((up + down) + (left + right))
 // computed in float in exactly this order, where up = (y - 1, x), down = (y + 1, x),
 // left = (y, x - 1) and right = (y, x + 1) are read from the state before the sweep. With that
-// order fixed, the result is the same bit for bit on any GPU, any worker count and the CPU: the
-// tests compare with a CPU reference of the whole grid exactly.
+// order fixed, the result is the same bit for bit on any GPU, any worker count and the CPU, in IEEE
+// float as the course builds it (no nvcc --use_fast_math, which flushes subnormal floats to zero,
+// and no -ffast-math on the host, which may reorder the additions): the tests compare with a CPU
+// reference of the whole grid exactly.
 
 // ---- Given: a worker (jacobi_workers.cpp) ------------------------------------------------------
 
@@ -73,7 +75,8 @@ struct Decomposition {
   std::size_t nx = 0;
   std::vector<Worker> workers;                  // one per entry of the device list, in order
   course::PinnedBuffer<double> host_residuals;  // task 4: 2 doubles per worker, pinned: worker k's
-                                                // residual slots go to 2k and 2k + 1
+                                                // residual slots go to 2k and 2k + 1; not zeroed
+                                                // (cudaMallocHost does not clear memory)
 };
 
 // ---- Task 1: decompose -------------------------------------------------------------------------
@@ -91,8 +94,10 @@ course::Range block_rows(std::size_t ny, int workers, int k);
 // each holding grid rows [rows.begin - 1, rows.end + 1) of `initial` (its rows and both halos).
 // host_residuals holds 2 doubles per worker. Peer access is enabled both ways between every two
 // neighbouring workers on distinct devices that support it (already enabled is fine; a device is
-// never asked for peer access to itself). Returns when the data is on the devices; leaves the
-// caller's current device as it was. Throws std::invalid_argument, before any CUDA call, for an
+// never asked for peer access to itself). Returns when the data is on the devices (a cudaMemcpy
+// from pageable memory may return before its data has landed, on the default stream, which does
+// not order the workers' non-blocking streams: copy on each worker's stream and wait for it);
+// leaves the caller's current device as it was. Throws std::invalid_argument, before any CUDA call, for an
 // empty device list, ny < 3, nx < 3, initial.size() != ny * nx, or fewer interior rows than
 // workers (ny - 2 < devices.size()): every worker has at least one row (one with none would have no
 // row to send its neighbours).
@@ -101,8 +106,10 @@ Decomposition decompose(std::span<const int> devices, std::size_t ny, std::size_
 // ---- Task 2: sweep and exchange halos ------------------------------------------------------------
 
 // Task 2. `iterations` Jacobi sweeps of the whole grid (0: nothing changes), continuing from the
-// state the workers hold. In each iteration, every worker, with its device current, on its
-// `stream`:
+// state the workers hold. In each iteration, every worker, with its device current (every kernel
+// launched while its device is current: on distinct GPUs the tests note the current device at each
+// launch, since a launch into another device's stream, documented to fail, ran on that stream's
+// device with CUDA 13.0 on H100s), on its `stream`:
 //  - sweeps: every interior point of its rows, read from `current`, written to `next`;
 //  - sends: its first row (local row 1 of its `next`, just swept) goes into the halo below (the
 //    last local row of `next`) of the worker above, its last row into the halo above (local row 0
@@ -127,13 +134,14 @@ void run_plain(Decomposition& grid, int iterations);
 // Task 3. The same iterations with the same result, bit for bit, with the exchange hidden behind
 // the interior's computation. In each iteration, every worker, with its device current:
 //  - on `boundary_stream` (the device's highest priority): waits for its neighbours' `sent` and for
-//    its own `interior_done` of the previous iteration; sweeps its first and last rows (one row
-//    when the block has one), sends them as in task 2, records `sent`;
+//    its own `interior_done` of the previous iteration; sweeps its first and last rows (one row,
+//    swept once, when the block has one), sends them as in task 2, records `sent`;
 //  - on `stream`, meanwhile: waits for its own `sent` of the previous iteration; sweeps the other
 //    rows (none when the block has two rows or fewer), records `interior_done` (even when none);
 //  - std::swap(current, next).
 // As in task 2, every wait of an iteration (both streams, every worker) is enqueued before any
-// event of that iteration is recorded.
+// event of that iteration is recorded: the interior of an iteration never waits for that
+// iteration's boundary rows, nor they for it (the tests hold one stream and watch the other go on).
 // No host wait between iterations; when it returns, everything is done, as in task 2. Leaves the
 // caller's current device as it was. Throws std::invalid_argument, before any CUDA call, for
 // iterations < 0.
@@ -165,7 +173,11 @@ struct SolveReport {
 // where new - old, its square and the sums are in double: each worker adds its own points on the
 // GPU (partials per block into `partials`, added into `residual`), the workers' shares are copied
 // into host_residuals on the stream that computed them, and once the round is done the host adds
-// them in worker order. A round's sweeps are all enqueued before the host waits for its residual:
+// them in worker order. The host adds both slots of every worker, so each must hold this round's
+// share: the boundary rows' in one slot (however many launches sweep them), the interior's in the
+// other, and 0 in a slot nothing computes (the plain schedule's second; the second of a worker
+// without interior rows in the overlapped one), written on the GPU or set on the host before the
+// round. A round's sweeps are all enqueued before the host waits for its residual:
 // one host wait per check, none between. Stops after the first check whose residual is <=
 // options.tolerance. When it returns, every worker's `current` holds the state after
 // report.iterations sweeps, as after run_plain. Leaves the caller's current device as it was.

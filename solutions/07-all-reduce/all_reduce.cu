@@ -218,8 +218,8 @@ void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> 
   if (count > workspace.one_shot_max_count)
     throw std::invalid_argument("one_shot_all_reduce: " + std::to_string(count) + " floats, the scratch holds " +
                                 std::to_string(workspace.one_shot_max_count));
-  if (count == 0) return;
   const int w = workspace.size();
+  if (w == 1 || count == 0) return;  // one buffer is its own sum
   const course::DeviceGuard keep_callers_device(workspace.workers[0].device);
   PeerSources sources;
   sources.count = w;

@@ -85,8 +85,11 @@ Decomposition decompose(std::span<const int> devices, std::size_t ny, std::size_
     w.next = course::DeviceBuffer<float>(w.device, local);
     const float* first = initial.data() + (w.rows.begin - 1) * nx;
     const course::DeviceGuard on_worker(w.device);
-    CUDA_CHECK(cudaMemcpy(w.current.data(), first, local * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(w.next.data(), first, local * sizeof(float), cudaMemcpyHostToDevice));
+    // On the worker's stream, then waited for: a cudaMemcpy from pageable memory may return before its
+    // data has landed, and its default stream does not order the worker's non-blocking streams.
+    CUDA_CHECK(cudaMemcpyAsync(w.current.data(), first, local * sizeof(float), cudaMemcpyHostToDevice, w.stream));
+    CUDA_CHECK(cudaMemcpyAsync(w.next.data(), first, local * sizeof(float), cudaMemcpyHostToDevice, w.stream));
+    w.stream.synchronize();
   }
   for (int k = 0; k + 1 < count; ++k)
     if (devices[k] != devices[k + 1]) {  // never ask a device for peer access to itself
