@@ -472,17 +472,29 @@ def listing_of(obj: Path) -> Path | None:
 
 
 def check_assembly(obj: Path) -> list[tuple[str, str]]:
-    """Every asm statement of the host code, which GCC brackets with #APP and #NO_APP."""
+    """Every asm statement of the host code, which GCC brackets with #APP and #NO_APP.
+
+    A block inside a function starts with the statement's place (# LINE "FILE" 1): always the
+    student's. File-scope asm comes first in the assembly, in source order, and GCC goes on
+    writing its own output (string constants, say) before it closes the block; nvcc's embedding
+    of the device code is the last file-scope asm of a .cu file (its stub is included at the
+    end). So a .cu file's block that holds nvcc's exact embedding may hold nothing before it,
+    what follows it is the compiler's, and there is exactly one such embedding; any other block
+    is the student's asm."""
     listing = listing_of(obj)
     if listing is None:
         return [("cannot check for asm statements", "the build kept no assembly of the file (the grader "
                  "configures the course with -Dgrader_listing=true); the file is refused rather than unchecked")]
     text = listing.read_text(errors="replace")
+    cuda = ".cu." in obj.name or obj.name.endswith(".cu.o")
     fatbins = 0
     problems = []
     for block in _ASM_BLOCK.finditer(text):
-        body, count = _FATBIN.subn("", block.group(1))
-        fatbins += count
+        body = block.group(1)
+        embedding = _FATBIN.search(body)
+        if embedding is not None and cuda:
+            fatbins += 1
+            body = body[:embedding.start()]  # after it: the compiler's own output
         if not body.strip():
             continue
         place = _ASM_PLACE.search(body)
