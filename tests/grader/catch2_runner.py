@@ -90,6 +90,7 @@ class CaseResult:
     stdout: str = ""
     stderr: str = ""
     findings: list[str] = dataclasses.field(default_factory=list)  # what a person should look at
+    shared_with: int = 0  # the result came from one run of this many cases together (0: it ran alone)
 
     @property
     def summary(self) -> str:
@@ -323,7 +324,7 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
             continue
         status, message = _record_status(record)
         result = judge_skip(CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
-                                       stderr=outcome.stderr), run.gpus)
+                                       stderr=outcome.stderr, shared_with=len(cases)), run.gpus)
         if retry_alone is not None and retry_alone(result):
             result = run_case(program, case, timeout, env=env, run=run)
         results.append(result)
@@ -471,6 +472,41 @@ def describe_exit(code: int | None) -> str:
         except ValueError:
             pass
     return f"exit code {code}"
+
+
+# What the course's main (common/testing/main.cpp) means by an exit status: of a run of several
+# cases, and of a case run alone.
+_SHARED_EXIT = {0: "no case failed", 1: "some case failed", 77: "every case was skipped",
+                WATCHDOG_EXIT_CODE: "the test's watchdog ended it"}
+_ALONE_EXIT = {0: "the case did not fail", 1: "the case failed", 77: "the case was skipped",
+               WATCHDOG_EXIT_CODE: "the test's watchdog ended it"}
+
+
+def log_heading(result: CaseResult) -> str:
+    """A case's heading in the lesson's log, saying whose each number is: the status is the case's
+    own; the exit status is that of the process it ran in, which for the shared run belongs to
+    all its cases together (a case passes in a run that exits 1 because another case failed).
+
+        ===== adds two numbers: passed -- run with all 3 cases in one process, which exited with
+              exit code 1 (some case failed)
+        ===== divides by zero: crashed -- run alone in its own process, which ended with SIGSEGV
+              (signal 11) after 0.2 s
+    """
+    if result.shared_with > 1:
+        others = "both cases" if result.shared_with == 2 else f"all {result.shared_with} cases"
+        where = f"run with {others} in one process, which"
+        meaning = _SHARED_EXIT.get(result.exit_code)
+    else:
+        where = "run alone in its own process, which" if not result.shared_with else \
+            "run in one process with no other case, which"
+        meaning = _ALONE_EXIT.get(result.exit_code)
+    if result.exit_code is None:
+        ended = "was killed (no exit status)"
+    else:
+        ended = ("exited with " if result.exit_code >= 0 else "ended with ") + describe_exit(result.exit_code)
+        ended += f" ({meaning})" if meaning else ""
+    took = f" after {result.seconds:.1f} s" if result.seconds else ""
+    return f"===== {result.case.name}: {result.status} -- {where} {ended}{took}"
 
 
 def stderr_tail(stderr: str, lines: int = CRASH_TAIL_LINES) -> list[str]:

@@ -326,8 +326,7 @@ def missing_message(submission: Path | None, lesson: Lesson) -> str:
 
 def case_log(result: runner.CaseResult) -> str:
     """One case's block in the lesson's log file."""
-    code = runner.describe_exit(result.exit_code) if result.exit_code is not None else "killed"
-    parts = [f"\n===== {result.case.name}: {result.status} ({code}, {result.seconds:.1f} s)"]
+    parts = ["\n" + runner.log_heading(result)]
     if result.message:
         parts.append(result.message)
     parts.append("----- stderr -----\n" + result.stderr.rstrip())
