@@ -287,9 +287,7 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
         write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
         rows.append((student, grade, ""))
-        print(f"{student}: {grade.earned}/{grade.possible} points"
-              + (f", {grade.ungraded} ungraded" if grade.ungraded else "")
-              + f"  ({out / layout.safe_name(student) / 'report.txt'})")
+        print(batch_line(grade, out / layout.safe_name(student) / "report.txt"))
         if changed != gpu_settings:  # every later grade on this machine could be affected: stop
             report_csv.write_csv((args.csv or out / "grades.csv").resolve(), settings.lessons, rows)
             raise RefusedToGrade(f"{student}: {finding}; the batch stops here (the CSV holds the students "
@@ -298,7 +296,21 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
     report_csv.write_csv(csv_path, settings.lessons, rows)
     (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
     print(f"\nCSV: {csv_path}\nMachine: {machine.describe(record.get())}")
+    notes = sorted({grade.ungraded_note() for grade in grades} - {""})
+    if notes:
+        print("Ungraded: " + "\n          ".join(notes))
     return grades, failed
+
+
+def batch_line(grade: Grade, report: Path) -> str:
+    """One student's lines of a batch: points, what is ungraded, which lessons lost points and why."""
+    lines = [f"{grade.student}: {grade.earned}/{grade.possible} points  ({report})"]
+    if grade.ungraded:
+        lines.append(f"    {grade.ungraded_note()}")
+    lost = grade.lost_lessons()
+    if lost:
+        lines.append("    lost points: " + "; ".join(f"{lesson.lesson.slug}: {lesson.short_status()}" for lesson in lost))
+    return "\n".join(lines)
 
 
 def copy_prepared_build(prepared: Path, build_root: Path) -> None:
@@ -361,6 +373,11 @@ def write_slurm(settings: Settings, args: argparse.Namespace) -> int:
           f"{gpus if gpus is not None else args.gres} GPU(s) each; run folder {run}")
     for script in scripts:
         print(f"  {script}")
+    problem = slurm_jobs.gpu_resource_problem(resources)  # before sbatch, which would only say "Invalid gres"
+    if problem and args.submit:
+        raise slurm_jobs.SlurmError(f"{problem}\nNothing was submitted; the scripts above are written.")
+    if problem:
+        print(f"grade.py: warning: {problem}", file=sys.stderr)
     if args.submit:
         report_submission(slurm_jobs.submit(plan))
     else:

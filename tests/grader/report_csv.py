@@ -1,17 +1,25 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The multi-GPU course authors
-"""The CSV of a batch: one row per student.
+"""The CSV of a batch: one row per student, each lesson's points beside its status.
 
-    student,01-passing,02-assertion,...,total,possible,ungraded,findings,problem
-    alice,5,3,...,21,21,5,,
-    carol,0,3,...,3,21,5,"01-passing: refused: calls exit() (...)",
-    bob,,,...,,,,,"internal error: ..."      (a student the grader itself failed on)
+    student,01-passing,01-passing status,02-assertion,02-assertion status,total,possible,ungraded,graded here,findings,problem
+    alice,5,passed,1,failed 1 of 2 cases: REQUIRE( ... ) ...,6,8,0,all 8 points,,02-assertion: failed 1 of 2 cases
+    carol,0,refused: passing.cpp calls exit() (...),3,...,"01-passing: refused: calls exit() (...)",01-passing: refused
+    bob,,,,,,,,,,"internal error: ..."      (a student the grader itself failed on)
 
-`ungraded` counts points (of cases skipped for missing GPUs); `findings` lists, separated by
-" | ", what a person should read: refused headers or symbols, too much output, time-outs.
-
-`possible` excludes ungraded points (cases skipped on this machine), so it can differ
-between machines; it does not differ between students graded on the same machine.
+- `<lesson>`: the points earned; `<lesson> status`: "passed", or why points were lost (missing,
+  does not build: <first error>, refused: <why>, failed / crashed / timed out N of M cases:
+  <first message>), and the points ungraded for missing GPUs (scoring.LessonGrade.status).
+- `total`, `possible`: the points earned and the points graded on this machine (`possible`
+  excludes ungraded points, so it can differ between machines, never between students graded
+  on the same machine); `ungraded`: the points of the cases skipped for missing GPUs; `graded
+  here`: "all N points", or "graded N of M points here; K points need more GPUs than this
+  machine has (--require-gpus makes that an error)".
+- `findings`: what a person should read (refused headers or symbols, too much output,
+  time-outs), separated by " | ".
+- `problem`: each lesson that lost points, with its status in short ("01-passing: does not
+  build; 03-starter: missing"); empty for a student who lost nothing. For a student without a
+  grade it says why ("internal error: ...", or the Slurm merge's "not graded: Slurm job ...").
 """
 
 from __future__ import annotations
@@ -22,19 +30,43 @@ from pathlib import Path
 from course_layout import Lesson
 from scoring import Grade
 
+STATUS_WIDTH = 160  # a lesson's status cell: its first error or failure, cut to this many characters
+STATUS = " status"  # the status column of lesson L is named L + STATUS
+
+
+def clip(text: str, width: int = STATUS_WIDTH) -> str:
+    """The text on one line, cut to `width` characters with '...'."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
 
 def header(lessons: list[str]) -> list[str]:
     """The CSV's first row, for these lesson slugs."""
-    return ["student"] + lessons + ["total", "possible", "ungraded", "findings", "problem"]
+    columns = ["student"]
+    for slug in lessons:
+        columns += [slug, slug + STATUS]
+    return columns + ["total", "possible", "ungraded", "graded here", "findings", "problem"]
+
+
+def ungraded_row(student: str, lessons: int, problem: str) -> list[str]:
+    """The row of a student without a grade (the grader failed on them, or a Slurm task gave no
+    result): every cell empty but the student and the problem."""
+    return [student] + [""] * (2 * lessons + 5) + [problem]
 
 
 def row(student: str, lessons: list[Lesson], grade: Grade | None, problem: str) -> list:
     """One student's row; a student the grader failed on (grade None) has only the problem."""
     if grade is None:
-        return [student] + [""] * (len(lessons) + 4) + [problem]
-    earned = {lesson_grade.lesson.slug: lesson_grade.earned for lesson_grade in grade.lessons}
-    return [student] + [earned.get(lesson.slug, "") for lesson in lessons] + \
-        [grade.earned, grade.possible, grade.ungraded, " | ".join(grade.findings), problem]
+        return ungraded_row(student, len(lessons), problem)
+    graded = {lesson_grade.lesson.slug: lesson_grade for lesson_grade in grade.lessons}
+    cells: list = [student]
+    for lesson in lessons:
+        lesson_grade = graded.get(lesson.slug)
+        cells += [lesson_grade.earned, clip(lesson_grade.status())] if lesson_grade else ["", ""]
+    lost = "; ".join(f"{lesson.lesson.slug}: {lesson.short_status()}" for lesson in grade.lost_lessons())
+    every_point = f"all {grade.possible} points"
+    return cells + [grade.earned, grade.possible, grade.ungraded, grade.ungraded_note() or every_point,
+                    " | ".join(grade.findings), "; ".join(part for part in (problem, lost) if part)]
 
 
 def write_table(path: Path, first: list[str], rows: list[list]) -> None:

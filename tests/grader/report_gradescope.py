@@ -24,7 +24,8 @@ def results_json(grade: Grade, seconds: float) -> dict:
         tests += lesson_tests(lesson)
     summary = f"{grade.earned}/{grade.possible} points"
     if grade.ungraded:
-        summary += f"; {grade.ungraded} points ungraded on this machine (cases skipped, reasons below)"
+        summary += f"; {grade.ungraded_note()} (the skipped cases below say what each needs)"
+    summary += "".join(f"\n  {lesson.lesson.slug}: {lesson.status()}" for lesson in grade.lessons)
     return {
         "score": grade.earned,
         "execution_time": round(seconds),
@@ -32,6 +33,7 @@ def results_json(grade: Grade, seconds: float) -> dict:
                   + ("\nFindings:\n" + "\n".join(f"  {finding}" for finding in grade.findings) if grade.findings else ""),
         "tests": tests,
         "extra_data": {"student": grade.student, "possible": grade.possible, "ungraded": grade.ungraded,
+                       "ungraded_note": grade.ungraded_note(),
                        "machine": grade.machine, "sandbox": grade.sandbox, "findings": grade.findings,
                        "warnings": grade.warnings},
     }

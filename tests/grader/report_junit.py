@@ -42,7 +42,8 @@ def lesson_suite(grade: Grade, lesson: LessonGrade) -> ET.Element:
     suite = ET.Element("testsuite", name=lesson.lesson.slug)
     properties = ET.SubElement(suite, "properties")
     for name, value in [("points_earned", lesson.earned), ("points_possible", lesson.possible),
-                        ("points_ungraded", lesson.ungraded), ("student", grade.student),
+                        ("points_ungraded", lesson.ungraded), ("status", lesson.status()),
+                        ("ungraded_note", grade.ungraded_note()), ("student", grade.student),
                         ("machine", describe(grade.machine)), ("sandbox", grade.sandbox),
                         ("findings", " | ".join(lesson.findings))]:
         ET.SubElement(properties, "property", name=name, value=str(value))

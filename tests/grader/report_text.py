@@ -2,13 +2,19 @@
 # Copyright (c) 2026 The multi-GPU course authors
 """The terminal table (also written as report.txt).
 
-    Lesson        Points  Cases passed  Cases lost  Cases skipped  Points ungraded  First problem  |  Findings
-    01-passing       5/5             3           0              0                0
-    02-assertion     1/3             1           1              0                0  failed: REQUIRE( ... ) ...
+    Lesson        Points  Cases passed  Cases lost  Cases skipped  Points ungraded  Status  |  Findings
+    01-passing       5/5             3           0              0                0  passed
+    02-assertion     1/3             1           1              0                0  failed 1 of 2 cases: REQUIRE( ... ) ...
+    03-starter       0/4             0           2              0                0  missing: no file starter.cpp in the submission
+    04-two-gpus      0/0             0           0              2                5  ungraded: needs 2 GPUs, found 0
+    TOTAL           6/12             4           3              2                5
+    graded 12 of 17 points here; 5 points need more GPUs than this machine has (--require-gpus makes that an error)
 
 "Cases ..." count test cases; "Points ungraded" counts the points of the cases skipped for
-missing GPUs. Then one short line per case that lost points, and every finding (what a person
-should look at: refused headers or symbols, too much output, time-outs).
+missing GPUs, and the line under the total says what that means. "Status" says why a lesson
+lost points, in the words of the class CSV (scoring.LessonGrade.status). Then one short line
+per case that lost points, and every finding (what a person should look at: refused headers or
+symbols, too much output, time-outs).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from catch2_runner import SKIPPED
 from machine import describe
 from scoring import BUILD_FAILED, INVALID, LOST, MISSING, REJECTED, Grade, label, short_findings
 
-PROBLEM_WIDTH = 80
+STATUS_WIDTH = 100  # the status column: a lesson's first error or failure, cut to this many characters
 CASE_LINE_WIDTH = 160
 
 
@@ -31,6 +37,8 @@ def render(grade: Grade) -> str:
     """The whole report of one grade."""
     lines = [f"Grade of: {grade.source}", f"Machine:  {describe(grade.machine)}", f"Sandbox:  {grade.sandbox}", ""]
     lines += _table(grade)
+    if grade.ungraded:
+        lines.append(grade.ungraded_note())
     lines += _lost_cases(grade)
     if grade.findings:
         lines += ["", "Findings (for a person to look at):"] + [f"  {finding}" for finding in grade.findings]
@@ -42,7 +50,7 @@ def render(grade: Grade) -> str:
 
 def _table(grade: Grade) -> list[str]:
     header = ["Lesson", "Points", "Cases passed", "Cases lost", "Cases skipped", "Points ungraded",
-              "First problem  |  Findings"]
+              "Status  |  Findings"]
     rows = []
     for lesson in grade.lessons:
         if lesson.cases_known:
@@ -50,10 +58,10 @@ def _table(grade: Grade) -> list[str]:
             points = f"{lesson.earned}/{lesson.possible}"
         else:
             counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
-        problem = clip(lesson.first_problem(), PROBLEM_WIDTH)
+        status = clip(lesson.status(), STATUS_WIDTH)
         findings = short_findings(lesson.findings)
         rows.append([lesson.lesson.slug, points] + counts +
-                    [str(lesson.ungraded), problem + (f"  |  {findings}" if findings else "")])
+                    [str(lesson.ungraded), status + (f"  |  {findings}" if findings else "")])
     totals = [sum(lesson.count("passed") for lesson in grade.lessons),
               sum(len(lesson.lost_results) for lesson in grade.lessons),
               sum(lesson.count(SKIPPED) for lesson in grade.lessons)]
@@ -86,7 +94,8 @@ def _lost_cases(grade: Grade) -> list[str]:
 def _ungraded_note(grade: Grade) -> list[str]:
     notes = []
     if grade.ungraded:
-        notes.append(f"{grade.ungraded} points are ungraded on this machine (skipped cases; see the table).")
+        notes.append(f"Ungraded: {grade.ungraded_note()}. Which cases, and the GPUs each needs: results.json, "
+                     "junit.xml and logs/.")
     unknown = [lesson.lesson.slug for lesson in grade.lessons if not lesson.cases_known]
     if unknown:
         notes.append(f"Possible points unknown for {', '.join(unknown)} (the lesson did not build): "

@@ -11,6 +11,10 @@
   result channel held what the course's listener never writes (`invalid`).
 - Findings are what a person should look at: refused headers or symbols, too much output,
   time-outs, processes left running, a tampered result channel.
+- Every lesson has a status in words (`LessonGrade.status()`): "passed", or why it lost points
+  ("missing", "does not build: <first error>", "refused: <why>", "failed 2 of 5 cases: <first
+  failure>", "crashed 1 of 2 cases: SIGSEGV ...", "timed out ..."), and what is ungraded. The
+  terminal table and the class CSV both show it, so no lost point goes without its reason.
 """
 
 from __future__ import annotations
@@ -62,6 +66,59 @@ class LessonGrade:
     def lost_results(self) -> list[CaseResult]:
         return [r for r in self.results if r.status in LOST]
 
+    @property
+    def graded_cases(self) -> int:
+        return sum(1 for r in self.results if r.status != SKIPPED)
+
+    def status(self) -> str:
+        """Why the lesson lost points, or "passed", on one line; ungraded points are named too.
+
+            passed
+            missing: no file x.cu in the submission
+            does not build: lessons/01-x/x.cpp:2:40: error: expected ';' before '}' token
+            refused: x.cpp calls exit() (process control ...)
+            failed 2 of 5 cases: REQUIRE( f(2) == 4 ) with expansion: 3 == 4
+            lost 2 of 5 cases (1 failed and 1 crashed): crashed: SIGSEGV (signal 11) ...
+            passed; 5 pt ungraded (needs 2 GPUs, found 0)
+            ungraded: needs 2 GPUs, found 0
+        """
+        skips = [r for r in self.results if r.status == SKIPPED]
+        ungraded = f"{self.ungraded} pt ungraded ({skips[0].summary})" if skips and self.graded_cases else ""
+        if self.problem:
+            head = f"{label(self.problem_status)}: {one_line(self.problem)}"
+        elif not self.results:
+            head = "no test cases"
+        elif not self.graded_cases:
+            return f"{label(SKIPPED)}: {skips[0].summary}"
+        elif not self.lost_results:
+            head = "passed"
+        else:
+            head = f"{self.lost_counts()}: {self._first_lost()}"
+        return head + (f"; {ungraded}" if ungraded else "")
+
+    def lost_counts(self) -> str:
+        """'failed 2 of 5 cases', or 'lost 3 of 5 cases (2 failed and 1 crashed)' when they differ."""
+        counts = {status: self.count(status) for status in LOST if self.count(status)}
+        total, graded = sum(counts.values()), self.graded_cases
+        cases = "case" if graded == 1 else "cases"
+        if len(counts) == 1:
+            return f"{label(next(iter(counts)))} {total} of {graded} {cases}"
+        parts = [f"{number} {label(status)}" for status, number in counts.items()]
+        return f"lost {total} of {graded} {cases} ({', '.join(parts[:-1])} and {parts[-1]})"
+
+    def _first_lost(self) -> str:
+        first = self.lost_results[0]
+        kinds = {r.status for r in self.lost_results}
+        return first.summary if len(kinds) == 1 else f"{label(first.status)}: {first.summary}"
+
+    def short_status(self) -> str:
+        """The status without its message: 'missing', 'does not build', 'failed 2 of 5 cases', ..."""
+        if self.problem:
+            return label(self.problem_status)
+        if self.lost_results:
+            return self.lost_counts()
+        return "passed" if self.graded_cases else label(SKIPPED) if self.results else "no test cases"
+
     def first_problem(self) -> str:
         """The first reason this lesson lost points (or has ungraded points), on one line."""
         if self.problem:
@@ -98,6 +155,15 @@ class Grade:
     def ungraded(self) -> int:
         return sum(lesson.ungraded for lesson in self.lessons)
 
+    def lost_lessons(self) -> list[LessonGrade]:
+        """The lessons that lost points (or could not be run at all)."""
+        return [lesson for lesson in self.lessons if lesson.problem or lesson.lost_results]
+
+    def ungraded_note(self) -> str:
+        """'graded N of M points here; K points need more GPUs than this machine has (...)', or ''
+        when every point was graded: where an ungraded count appears, this sentence goes with it."""
+        return ungraded_note(self.possible, self.ungraded)
+
     def gpu_skips(self) -> list[tuple[LessonGrade, CaseResult]]:
         """Cases skipped because this machine has too few GPUs."""
         return [(lesson, r) for lesson in self.lessons for r in lesson.results if r.gpu_skip]
@@ -108,6 +174,14 @@ def label(status: str) -> str:
     return {PASSED: "passed", FAILED: "failed", SKIPPED: "ungraded", CRASHED: "crashed",
             TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing", REJECTED: "refused",
             INVALID: "invalid results"}.get(status, status)
+
+
+def ungraded_note(possible: int, ungraded: int) -> str:
+    """The sentence that goes wherever a count of ungraded points appears (see Grade.ungraded_note)."""
+    if not ungraded:
+        return ""
+    return (f"graded {possible} of {possible + ungraded} points here; {ungraded} points need more GPUs than this "
+            "machine has (--require-gpus makes that an error)")
 
 
 def short_findings(findings: list[str], width: int = 60) -> str:

@@ -211,6 +211,11 @@ def write_run(plan: Plan, resources: Resources) -> list[Path]:
 
 # ----------------------------------------------------------------------------- submission
 
+GRES_ADVICE = ("Ask for what the cluster has: --gpus-per-task 0 where no node offers a GPU as a Slurm resource (the "
+               "GPU cases are then ungraded, and --require-gpus makes that an error), --gres SPEC with a resource "
+               "that `sinfo -o '%P %G'` lists, or --partition P of a partition whose nodes have GPUs.")
+
+
 def sbatch(argv: list[str]) -> str:
     """Runs `sbatch --parsable ...`; returns the job id."""
     try:
@@ -218,8 +223,52 @@ def sbatch(argv: list[str]) -> str:
     except OSError as error:
         raise SlurmError(f"sbatch: {error} (is this a Slurm submit host?)") from error
     if done.returncode != 0:
-        raise SlurmError(f"sbatch {' '.join(argv)} failed: {done.stderr.strip()}")
+        refused = done.stderr.strip()
+        advice = f"\n{GRES_ADVICE}" if re.search(r"generic resource|\bgres\b", refused, re.I) else ""
+        raise SlurmError(f"sbatch {' '.join(argv)} failed: {refused}{advice}")
     return done.stdout.strip().split(";")[0]
+
+
+def ask_slurm(argv: list[str]) -> str:
+    """What a Slurm command prints, or '' when it is missing or fails."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def gpu_resource_problem(resources: Resources, ask=ask_slurm) -> str:
+    """Why Slurm would refuse the array's GPU request on this cluster, said before sbatch is
+    called: '' when the array asks for no GPU, when the partition it goes to has the resource,
+    or when `sinfo` cannot tell. Reads `sinfo -o '%P %G'`: each partition (the default one
+    marked '*') with the generic resources of its nodes, '(null)' for none."""
+    if not resources.gres and not resources.gpus_per_task:
+        return ""
+    wanted = resources.gres.split(":")[0] if resources.gres else "gpu"
+    offering = re.compile(rf"(?:^|,){re.escape(wanted)}(?::|\(|,|$)")
+    partitions: dict[str, set[str]] = {}
+    defaults = []
+    for line in ask(["sinfo", "-h", "-o", "%P %G"]).splitlines():
+        name, _, gres = line.strip().partition(" ")
+        if name.endswith("*"):
+            name = name[:-1]
+            defaults.append(name)
+        if name:
+            partitions.setdefault(name, set()).add(gres.strip() or "(null)")
+    chosen = resources.partition.split(",") if resources.partition else defaults or sorted(partitions)
+    if not any(name in partitions for name in chosen):
+        return ""  # sinfo cannot tell (or lists no such partition: sbatch says what is wrong with it)
+    if any(offering.search(gres) for name in chosen for gres in partitions.get(name, ())):
+        return ""
+    found = "; ".join(f"{name}: {', '.join(sorted(partitions[name]))}" for name in chosen if name in partitions)
+    others = [f"{name} ({', '.join(sorted(partitions[name]))})" for name in sorted(partitions)
+              if name not in chosen and any(offering.search(gres) for gres in partitions[name])]
+    request = f"--gres={resources.gres}" if resources.gres else f"--gpus-per-task={resources.gpus_per_task}"
+    return (f"the array asks for {request}, but the nodes of partition {', '.join(chosen)} offer no '{wanted}' "
+            f"resource to Slurm (sinfo -o '%P %G' says {found}), so sbatch would refuse it with \"Invalid generic "
+            "resource (gres) specification\". " + (f"Partitions with GPUs: {'; '.join(others)}. " if others else "")
+            + GRES_ADVICE)
 
 
 def array_spec(tasks: list[int]) -> str:
@@ -289,18 +338,11 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _slurm_state(job: str) -> str:
+def _slurm_state(job: str, ask=ask_slurm) -> str:
     """The array task's state from sacct, else scontrol ('' when neither knows it).
 
     Without accounting (sacct), a task cancelled while it was pending leaves no record of its
     own: slurmctld still lists its array job, without it. That reads NOT_LISTED."""
-    def ask(argv: list[str]) -> str:
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return done.stdout if done.returncode == 0 else ""
-
     found = re.match(r"\s*([A-Z_]+)", ask(["sacct", "-n", "-P", "-X", "-j", job, "-o", "State"]))
     if found:
         return found.group(1)
@@ -363,7 +405,7 @@ def task_state(plan: Plan, task: int, slurm_state=_slurm_state) -> TaskState:
 
 def missing_row(student: str, lessons: int, state: TaskState) -> list[str]:
     """A CSV row for a student whose task gave no result: empty points, the reason as problem."""
-    return [student] + [""] * (lessons + 4) + [f"not graded: Slurm job {state.job} (task {state.task}) {state.state}"]
+    return report_csv.ungraded_row(student, lessons, f"not graded: Slurm job {state.job} (task {state.task}) {state.state}")
 
 
 def merge(plan: Plan, slurm_state=_slurm_state) -> tuple[list[TaskState], list[str]]:

@@ -36,6 +36,9 @@ sys.path.insert(0, str(HERE))
 import catch2_runner as runner  # noqa: E402
 import course_layout as layout  # noqa: E402
 import meson_build  # noqa: E402
+import report_csv  # noqa: E402
+import report_text  # noqa: E402
+import scoring  # noqa: E402
 import slurm_jobs  # noqa: E402
 from grading import Grader, Settings  # noqa: E402
 from limited_run import Outcome  # noqa: E402
@@ -46,7 +49,7 @@ TOOLS_MISSING = [tool for tool in ("meson", "ninja", "pkg-config") if not shutil
 if not TOOLS_MISSING and subprocess.run(["pkg-config", "--exists", "catch2"]).returncode != 0:
     TOOLS_MISSING.append("Catch2 v3 (pkg-config catch2)")
 
-TMP: Path = Path()
+TMP: Path | None = None  # set by setUpModule
 COURSE: Path = Path()  # the fixture course with the course's result channel copied in
 DEFAULT: dict = {}  # the grading of the fixture's working tree, made once by setUpModule
 
@@ -98,7 +101,8 @@ def setUpModule():
 
 
 def tearDownModule():
-    shutil.rmtree(TMP, ignore_errors=True)
+    if TMP is not None:  # never the current folder, when setUpModule did not run
+        shutil.rmtree(TMP, ignore_errors=True)
 
 
 def needs_tools(cls):
@@ -238,6 +242,108 @@ class RunnerUnitTests(unittest.TestCase):
         self.assertEqual(trusted.status, runner.SKIPPED)  # the course's own suite (expect.py)
 
 
+def lesson_grade(number: str, *results: tuple[str, int, str, int], problem: str = "", problem_status: str = ""):
+    """A LessonGrade of lesson NN-x with cases (status, points, message, gpus)."""
+    lesson = layout.Lesson(number, f"{number}-x", "x", ".cpp")
+    grade = scoring.LessonGrade(lesson, problem=problem, problem_status=problem_status)
+    for index, (status, points, message, gpus) in enumerate(results):
+        case = runner.TestCase(name=f"case {index}", tags=[], points=points, gpus=gpus)
+        grade.results.append(runner.CaseResult(case, status, message))
+    return grade
+
+
+def a_grade(*lessons) -> scoring.Grade:
+    return scoring.Grade(student="alice", source="a test", lessons=list(lessons), machine={})
+
+
+class StatusUnitTests(unittest.TestCase):
+    """Why a lesson lost points, in the words the table and the CSV use (scoring.LessonGrade.status)."""
+
+    gpus = ("skipped", 5, "needs 2 GPUs, found 0", 2)
+
+    def test_every_way_to_lose_points_is_named(self):
+        cases = {
+            "passed": lesson_grade("01", ("passed", 2, "", 0), ("passed", 3, "", 0)),
+            "failed 1 of 2 cases: REQUIRE( f() == 2 ); with expansion: 1 == 2":
+                lesson_grade("01", ("passed", 2, "", 0), ("failed", 3, "REQUIRE( f() == 2 )\nwith expansion: 1 == 2", 0)),
+            "crashed 1 of 1 case: SIGSEGV (signal 11)": lesson_grade("01", ("crashed", 2, "SIGSEGV (signal 11)", 0)),
+            "timed out 1 of 2 cases: no result after 3 s":
+                lesson_grade("01", ("timed_out", 2, "no result after 3 s", 0), ("passed", 1, "", 0)),
+            "lost 3 of 4 cases (2 failed and 1 crashed): failed: boom":
+                lesson_grade("01", ("failed", 1, "boom", 0), ("crashed", 1, "SIGABRT", 0), ("failed", 1, "bang", 0),
+                             ("passed", 1, "", 0)),
+            "missing: no file x.cpp in the submission":
+                lesson_grade("01", ("missing", 2, "no file x.cpp in the submission", 0),
+                             problem="no file x.cpp in the submission", problem_status="missing"),
+            "does not build: x.cpp:2:1: error: expected ';'; x.cpp:3:1: error: more":
+                lesson_grade("01", problem="x.cpp:2:1: error: expected ';'\nx.cpp:3:1: error: more",
+                             problem_status="build_failed"),
+            "refused: x.cpp calls exit() (process control)":
+                lesson_grade("01", ("rejected", 2, "x", 0), problem="x.cpp calls exit() (process control)",
+                             problem_status="rejected"),
+            "invalid results: the results cannot be trusted":
+                lesson_grade("01", ("invalid", 2, "x", 0), problem="the results cannot be trusted",
+                             problem_status="invalid"),
+            "ungraded: needs 2 GPUs, found 0": lesson_grade("01", self.gpus),
+            "passed; 5 pt ungraded (needs 2 GPUs, found 0)": lesson_grade("01", ("passed", 2, "", 0), self.gpus),
+        }
+        for status, grade in cases.items():
+            self.assertEqual(grade.status(), status)
+        shorts = {lesson.short_status() for lesson in cases.values()}
+        self.assertLessEqual({"passed", "failed 1 of 2 cases", "missing", "does not build", "refused",
+                              "crashed 1 of 1 case", "invalid results", "ungraded"}, shorts)
+
+    def test_the_csv_row_has_a_reason_beside_every_lost_point(self):
+        passed = lesson_grade("01", ("passed", 2, "", 0), self.gpus)
+        failed = lesson_grade("02", ("failed", 2, "REQUIRE( a == b ), with commas", 0), ("passed", 1, "", 0))
+        missing = lesson_grade("03", ("missing", 4, "no file x.cpp", 0), problem="no file x.cpp", problem_status="missing")
+        grade = a_grade(passed, failed, missing)
+        lessons = [lesson.lesson for lesson in grade.lessons]
+        header = report_csv.header([lesson.slug for lesson in lessons])
+        self.assertEqual(header, ["student", "01-x", "01-x status", "02-x", "02-x status", "03-x", "03-x status",
+                                  "total", "possible", "ungraded", "graded here", "findings", "problem"])
+        row = dict(zip(header, report_csv.row("alice", lessons, grade, "")))
+        self.assertEqual((row["01-x"], row["01-x status"]), (2, "passed; 5 pt ungraded (needs 2 GPUs, found 0)"))
+        self.assertEqual((row["02-x"], row["02-x status"]), (1, "failed 1 of 2 cases: REQUIRE( a == b ), with commas"))
+        self.assertEqual((row["03-x"], row["03-x status"]), (0, "missing: no file x.cpp"))
+        self.assertEqual((row["total"], row["possible"], row["ungraded"]), (3, 9, 5))
+        self.assertEqual(row["graded here"], "graded 9 of 14 points here; 5 points need more GPUs than this machine has "
+                                             "(--require-gpus makes that an error)")
+        self.assertEqual(row["problem"], "02-x: failed 1 of 2 cases; 03-x: missing")
+        full = a_grade(lesson_grade("01", ("passed", 2, "", 0)))
+        full_row = dict(zip(header, report_csv.row("bob", lessons, full, "")))
+        self.assertEqual((full_row["graded here"], full_row["problem"], full_row["02-x status"]), ("all 2 points", "", ""))
+        nobody = report_csv.row("carol", lessons, None, "internal error: x")
+        self.assertEqual(len(nobody), len(header))
+        self.assertEqual((nobody[0], nobody[-1], set(nobody[1:-1])), ("carol", "internal error: x", {""}))
+        long = a_grade(lesson_grade("01", ("failed", 1, "x" * 500, 0)))
+        self.assertLessEqual(len(report_csv.row("dave", lessons[:1], long, "")[2]), report_csv.STATUS_WIDTH)
+
+    def test_the_table_says_what_is_ungraded_under_its_total(self):
+        grade = a_grade(lesson_grade("01", ("passed", 2, "", 0), self.gpus),
+                        lesson_grade("02", ("missing", 4, "no file x.cpp", 0), problem="no file x.cpp",
+                                     problem_status="missing"))
+        lines = report_text.render(grade).splitlines()
+        total = next(index for index, line in enumerate(lines) if line.startswith("TOTAL"))
+        self.assertEqual(lines[total + 1], "graded 6 of 11 points here; 5 points need more GPUs than this machine has "
+                                           "(--require-gpus makes that an error)")
+        self.assertIn("Status  |  Findings", lines[total - 5])
+        self.assertIn("passed; 5 pt ungraded (needs 2 GPUs, found 0)", lines[total - 3])
+        self.assertIn("missing: no file x.cpp", lines[total - 2])
+        self.assertNotIn("points need more GPUs", report_text.render(a_grade(lesson_grade("01", ("passed", 2, "", 0)))))
+
+    def test_a_case_log_says_whose_exit_code_it_shows(self):
+        case = runner.TestCase(name="adds", tags=[])
+        shared = runner.CaseResult(case, "passed", exit_code=1, shared_with=3)
+        self.assertEqual(runner.log_heading(shared), "===== adds: passed -- run with all 3 cases in one process, which "
+                                                     "exited with exit code 1 (some case failed)")
+        alone = runner.CaseResult(case, "crashed", exit_code=-11, seconds=0.25)
+        self.assertEqual(runner.log_heading(alone), "===== adds: crashed -- run alone in its own process, which ended "
+                                                    "with SIGSEGV (signal 11) after 0.2 s")
+        killed = runner.CaseResult(case, "timed_out", exit_code=None, seconds=3.0)
+        self.assertIn("which was killed (no exit status) after 3.0 s", runner.log_heading(killed))
+
+
 class LayoutUnitTests(unittest.TestCase):
     def test_discover_lessons(self):
         lessons = layout.discover_lessons(FIXTURE)
@@ -318,21 +424,44 @@ class DefaultGradeTests(unittest.TestCase):
         self.assertEqual(table_row(report, "TOTAL")[1], "8/21")
         self.assertIn(DEFAULT["report"], report)  # report.txt is the table as printed
 
-    def test_first_problem_of_each_lesson(self):
+    def test_the_status_of_each_lesson_says_why_it_lost_points(self):
         report = DEFAULT["report"]
         expected = {
-            "02-assertion": "failed: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
-            "03-starter": "failed: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
+            "01-passing": "passed",
+            "02-assertion": "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            "03-starter": "failed 2 of 2 cases: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
             "04-two-gpus": "ungraded: needs 2 GPUs, found 0",
-            "05-crash": "crashed: SIGSEGV",
-            "06-hang": f"timed out: no result after {CASE_TIMEOUT} s",
-            "07-watchdog": "timed out: WATCHDOG: join_all(2) did not finish within 1 s",
+            "05-crash": "crashed 1 of 2 cases: SIGSEGV",
+            "06-hang": f"timed out 1 of 1 case: no result after {CASE_TIMEOUT} s",
+            "07-watchdog": "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
             "08-broken": "does not build: lessons/08-broken/broken.cpp:4",
         }
-        for slug, problem in expected.items():
-            self.assertIn(problem, " ".join(table_row(report, slug)), slug)
+        for slug, status in expected.items():
+            self.assertIn(status, " ".join(table_row(report, slug)), slug)
         self.assertIn("error: expected", report)
         self.assertIn("has no [points:N] tag", report)  # the warning
+        output = DEFAULT["results"]["output"]
+        for slug, status in expected.items():
+            self.assertIn(f"  {slug}: {status}", output, slug)
+
+    def test_ungraded_points_are_said_where_their_number_is(self):
+        note = ("graded 21 of 26 points here; 5 points need more GPUs than this machine has "
+                "(--require-gpus makes that an error)")
+        lines = DEFAULT["report"].splitlines()
+        self.assertEqual(lines[lines.index(next(line for line in lines if line.startswith("TOTAL"))) + 1], note)
+        self.assertIn(f"Ungraded: {note}.", DEFAULT["report"])
+        self.assertIn(note, DEFAULT["results"]["output"])
+        self.assertEqual(DEFAULT["results"]["extra_data"]["ungraded_note"], note)
+        properties = {p.get("name"): p.get("value") for p in DEFAULT["junit"].find("testsuite").iter("property")}
+        self.assertEqual(properties["ungraded_note"], note)
+
+    def test_a_case_log_says_the_exit_status_is_its_process(self):
+        log = (TMP / "default" / "grade" / "logs" / "02-assertion.log").read_text()
+        self.assertIn("===== multiplies zero by zero: passed -- run with both cases in one process, which exited with "
+                      "exit code 1 (some case failed)\n", log)  # the other case failed: the run's status, not its own
+        self.assertRegex(log, r"===== multiplies, with commas \[and brackets\]: failed -- run alone in its own process, "
+                              r"which exited with exit code 1 \(the case failed\)")
+        self.assertNotRegex(log, r"passed \(exit code")
 
     def test_results_json(self):
         results = DEFAULT["results"]
@@ -514,7 +643,8 @@ def make_class(batch: Path) -> None:
 
 @needs_tools
 class BatchTests(unittest.TestCase):
-    """Two students (make_class)."""
+    """Two students (make_class), graded on lessons that pass, fail, crash, time out, skip for
+    GPUs, do not build and are missing."""
 
     @classmethod
     def setUpClass(cls):
@@ -522,16 +652,54 @@ class BatchTests(unittest.TestCase):
         make_class(batch)
         cls.csv = TMP / "class.csv"
         cls.done = run_grader("--batch", str(batch), "--build-dir", str(TMP / "batch"), "--out",
-                              str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03")
+                              str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03,04,05,07")
+        with cls.csv.open() as table:
+            cls.rows = {row["student"]: row for row in csv.DictReader(table)}
 
     def test_csv(self):
         self.assertEqual(self.done.returncode, 0, self.done.stderr)
-        with self.csv.open() as table:
-            rows = {row["student"]: row for row in csv.DictReader(table)}
-        self.assertEqual(set(rows), {"alice", "bob"})
-        pick = ("01-passing", "02-assertion", "03-starter", "total", "possible")
-        self.assertEqual([rows["alice"][k] for k in pick], ["0", "3", "4", "7", "12"])
-        self.assertEqual([rows["bob"][k] for k in pick], ["5", "1", "0", "6", "12"])  # his test and header ignored
+        self.assertEqual(set(self.rows), {"alice", "bob"})
+        pick = ("01-passing", "02-assertion", "03-starter", "04-two-gpus", "05-crash", "07-watchdog", "total", "possible")
+        self.assertEqual([self.rows["alice"][k] for k in pick], ["0", "3", "4", "0", "0", "0", "7", "19"])
+        self.assertEqual([self.rows["bob"][k] for k in pick], ["5", "1", "0", "0", "2", "0", "8", "19"])  # his test and header ignored
+
+    def test_csv_says_why_each_lesson_lost_points(self):
+        alice, bob = self.rows["alice"], self.rows["bob"]
+        statuses = {
+            ("alice", "01-passing"): "does not build: lessons/01-passing/passing.cpp:2:",
+            ("alice", "02-assertion"): "passed",
+            ("alice", "05-crash"): "missing: no file crash.cpp in the submission",
+            ("alice", "04-two-gpus"): "missing: no file two_gpus.cpp in the submission",
+            ("bob", "01-passing"): "passed",
+            ("bob", "02-assertion"): "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            ("bob", "03-starter"): "missing: no file starter.cpp in the submission",
+            ("bob", "04-two-gpus"): "ungraded: needs 2 GPUs, found 0",
+            ("bob", "05-crash"): "crashed 1 of 2 cases: SIGSEGV (signal 11)",
+            ("bob", "07-watchdog"): "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
+        }
+        for (student, slug), status in statuses.items():
+            cell = self.rows[student][slug + " status"]
+            self.assertTrue(cell.startswith(status), (student, slug, cell))
+        self.assertEqual(alice["problem"], "01-passing: does not build; 04-two-gpus: missing; 05-crash: missing; "
+                                           "07-watchdog: missing")
+        self.assertEqual(bob["problem"], "02-assertion: failed 1 of 2 cases; 03-starter: missing; "
+                                         "05-crash: crashed 1 of 2 cases; 07-watchdog: timed out 1 of 1 case")
+        for row in (alice, bob):
+            for slug in ("01-passing", "02-assertion", "03-starter", "04-two-gpus", "05-crash", "07-watchdog"):
+                self.assertTrue(row[slug + " status"], (row["student"], slug))  # never an empty cell
+
+    def test_ungraded_points_are_said_in_the_csv_and_on_the_terminal(self):
+        note = ("graded 19 of 24 points here; 5 points need more GPUs than this machine has "
+                "(--require-gpus makes that an error)")
+        for student in ("alice", "bob"):
+            self.assertEqual((self.rows[student]["ungraded"], self.rows[student]["graded here"]), ("5", note))
+        lines = self.done.stdout.splitlines()
+        bob = lines.index(next(line for line in lines if line.startswith("bob: ")))
+        self.assertEqual(lines[bob], f"bob: 8/19 points  ({TMP / 'batch-grade' / 'bob' / 'report.txt'})")
+        self.assertEqual(lines[bob + 1], f"    {note}")
+        self.assertEqual(lines[bob + 2], "    lost points: 02-assertion: failed 1 of 2 cases; 03-starter: missing; "
+                                         "05-crash: crashed 1 of 2 cases; 07-watchdog: timed out 1 of 1 case")
+        self.assertIn(f"Ungraded: {note}", lines)
 
     def test_reports_say_why(self):
         alice = read_outputs(TMP / "batch-grade" / "alice")
@@ -669,6 +837,10 @@ class AttackTests(unittest.TestCase):
             self.assertIn(reason, " ".join(self.report("attacks-grade", attack).split()), attack)
         self.assertIn("refused: uses exit", rows["exit_zero"]["findings"])
         self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
+        self.assertTrue(rows["exit_zero"]["01-passing status"].startswith("refused: passing.cpp calls exit() (process"))
+        self.assertEqual(rows["exit_zero"]["problem"], "01-passing: refused")
+        self.assertRegex(rows["huge_output"]["problem"], r"^01-passing: crashed \d of \d cases$")
+        self.assertTrue(all(row["01-passing status"] and row["problem"] for row in rows.values()))
 
     def test_a_correct_file_written_the_way_students_write_is_accepted(self):
         """attacks/correct/plausible: what the allowlists must let through, with full marks."""
@@ -685,6 +857,10 @@ class AttackTests(unittest.TestCase):
 
     def test_runtime_defences_without_object_checks(self):
         self.assertEqual(self.unchecked.returncode, 0, self.unchecked.stderr)
+        with (TMP / "attacks-runtime-grade" / "grades.csv").open() as table:
+            rows = {row["student"]: row for row in csv.DictReader(table)}
+        self.assertTrue(rows["atexit_forgery"]["01-passing status"].startswith(
+            "invalid results: the results of lesson-01 cannot be trusted: result record 4"))
         for attack, reason in RUNTIME_REASONS.items():
             report = self.report("attacks-runtime-grade", attack)
             self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
@@ -807,6 +983,38 @@ class SlurmScriptTests(unittest.TestCase):
         env["SLURM_ARRAY_TASK_ID"] = "7"
         self.assertEqual(subprocess.run(["bash", str(array)], env=env, capture_output=True).returncode, 2)
 
+    def test_a_cluster_without_gpu_resources_is_named_before_sbatch(self):
+        def problem(sinfo, **resources):
+            return slurm_jobs.gpu_resource_problem(slurm_jobs.Resources(**resources), ask=lambda argv: sinfo)
+        none = problem("course* (null)\n", gpus_per_task=2)
+        for words in ("--gpus-per-task=2", "partition course offer no 'gpu' resource", "course: (null)",
+                      "Invalid generic resource (gres) specification", "--gpus-per-task 0", "--gres SPEC"):
+            self.assertIn(words, none)
+        self.assertEqual(problem("gpu* gpu:h100:4(S:0-1)\n", gpus_per_task=2), "")
+        self.assertEqual(problem("course* (null)\n", gpus_per_task=None), "")  # asks for no GPU
+        self.assertEqual(problem("", gpus_per_task=2), "")  # no sinfo: sbatch will tell
+        elsewhere = problem("cpu* (null)\ngpu gpu:a100:8\n", gpus_per_task=1)
+        self.assertIn("Partitions with GPUs: gpu (gpu:a100:8)", elsewhere)
+        self.assertEqual(problem("cpu* (null)\ngpu gpu:a100:8\n", gpus_per_task=1, partition="gpu"), "")
+        self.assertIn("--gres=gpu:h100:4", problem("course* (null)\n", gres="gpu:h100:4"))
+        self.assertEqual(problem("course* gpu:4,shard:8\n", gres="shard:2"), "")
+
+    def test_sbatch_refusing_a_gres_gives_the_advice(self):
+        bin_dir = self.tmp / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Invalid generic resource (gres) "
+                                        "specification' >&2\nexit 1\n")
+        (bin_dir / "sbatch").chmod(0o755)
+        saved = os.environ["PATH"]
+        os.environ["PATH"] = f"{bin_dir}:{saved}"
+        try:
+            with self.assertRaises(slurm_jobs.SlurmError) as refused:
+                slurm_jobs.sbatch(["grade.sbatch"])
+        finally:
+            os.environ["PATH"] = saved
+        self.assertIn("Invalid generic resource", str(refused.exception))
+        self.assertIn(slurm_jobs.GRES_ADVICE, str(refused.exception))
+
     def test_submit_chains_build_array_and_merge(self):
         plan = slurm_plan(self.tmp / "run", [["alice"], ["bob"], ["carol"]])
         slurm_jobs.write_run(plan, slurm_jobs.Resources())
@@ -830,6 +1038,9 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual([r["tasks"] for r in slurm_jobs.load_jobs(plan.run)], ["0-2", "0,2"])
 
 
+SLURM_CSV_HEADER = "student,01-passing,01-passing status,total,possible,ungraded,graded here,findings,problem\r\n"
+
+
 class SlurmMergeTests(unittest.TestCase):
     """grade.py --merge on a run folder whose tasks ended in every way, without a cluster."""
 
@@ -839,8 +1050,9 @@ class SlurmMergeTests(unittest.TestCase):
         self.plan = slurm_plan(self.tmp / "run", [["alice", "bob"], ["carol"], ["dave"], ["erin"], ["frank"]])
         slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
         (self.plan.run / "jobs.json").write_text(json.dumps([{"tasks": "0-4", "array": "12"}]))
-        header = "student,01-passing,total,possible,ungraded,findings,problem\r\n"
-        self.task(0, started=True, done=0, csv=header + "alice,5,5,5,0,,\r\nbob,0,0,5,0,\"01-passing: x, y\",\r\n",
+        header = SLURM_CSV_HEADER
+        self.task(0, started=True, done=0, csv=header + "alice,5,passed,5,5,0,all 5 points,,\r\n"
+                  "bob,0,crashed 1 of 1 case: x,0,5,0,all 5 points,\"01-passing: x, y\",01-passing: crashed 1 of 1 case\r\n",
                   students=("alice", "bob"))
         self.task(1, started=True)  # killed: no done.json
         (self.plan.run / "slurm" / "12_1.out").write_text("slurmstepd: *** JOB 14 ON vm CANCELLED AT 2026-11-25 "
@@ -871,14 +1083,15 @@ class SlurmMergeTests(unittest.TestCase):
         with self.plan.csv.open(newline="") as table:
             rows = list(csv.reader(table))
         self.assertEqual([row[0] for row in rows], ["student", "alice", "bob", "carol", "dave", "erin", "frank"])
-        self.assertEqual(rows[1], ["alice", "5", "5", "5", "0", "", ""])
-        self.assertEqual(rows[2][5], "01-passing: x, y")
+        self.assertEqual(rows[0], report_csv.header(["01-passing"]))
+        self.assertEqual(rows[1], ["alice", "5", "passed", "5", "5", "0", "all 5 points", "", ""])
+        self.assertEqual(rows[2][7], "01-passing: x, y")
         problems = {row[0]: row[-1] for row in rows[3:]}
         self.assertEqual(problems["carol"], "not graded: Slurm job 12_1 (task 1) timed out (the task's --time ran out)")
         self.assertIn("Slurm job 12_2 (task 2) failed (exit status 1, results incomplete", problems["dave"])
         self.assertEqual(problems["erin"], "not graded: Slurm job 12_3 (task 3) never ran (cancelled before it started)")
         self.assertEqual(problems["frank"], "not graded: Slurm job 12_4 (task 4) not finished yet (Slurm: PENDING)")
-        self.assertTrue(all(row[1:6] == [""] * 5 for row in rows[3:]))
+        self.assertTrue(all(row[1:-1] == [""] * 7 for row in rows[3:]))
         self.assertEqual([line.split(":")[0] for line in missing], ["carol", "dave", "erin", "frank"])
         self.assertIn("log " + str(self.plan.run / "slurm" / "12_1.out"), missing[0])
         self.assertEqual((self.plan.run / "grade" / "missing.txt").read_text(), "".join(m + "\n" for m in missing))
@@ -899,17 +1112,47 @@ class SlurmMergeTests(unittest.TestCase):
     def test_a_task_graded_again_replaces_its_missing_rows(self):
         self.merge()
         shutil.rmtree(self.plan.task_folder(1))
-        self.task(1, started=True, done=0, csv="student,01-passing,total,possible,ungraded,findings,problem\r\n"
-                  "carol,5,5,5,0,,\r\n", students=("carol",))
+        self.task(1, started=True, done=0, csv=SLURM_CSV_HEADER + "carol,5,passed,5,5,0,all 5 points,,\r\n",
+                  students=("carol",))
         _, missing = self.merge()
         self.assertEqual([line.split(":")[0] for line in missing], ["dave", "erin", "frank"])
-        self.assertIn(b"\r\ncarol,5,5,5,0,,\r\n", self.plan.csv.read_bytes())
+        self.assertIn(b"\r\ncarol,5,passed,5,5,0,all 5 points,,\r\n", self.plan.csv.read_bytes())
         self.assertTrue((self.plan.run / "grade" / "carol" / "report.txt").is_file())
 
     def test_merge_of_a_folder_that_is_no_run(self):
         done = subprocess.run([sys.executable, str(GRADE), "--merge", str(self.tmp)], capture_output=True, text=True)
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("no slurm.json", done.stderr)
+
+
+class SlurmSubmitTests(unittest.TestCase):
+    """grade.py --slurm --submit on a cluster whose nodes offer no GPU (a stand-in sinfo and sbatch)."""
+
+    def test_submit_stops_before_sbatch_and_says_what_to_pass(self):
+        tmp = Path(tempfile.mkdtemp(prefix="slurm-submit-", dir=TMP))
+        make_class(tmp / "class")
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "sinfo").write_text("#!/bin/sh\necho 'course* (null)'\n")
+        (bin_dir / "sbatch").write_text(f"#!/bin/sh\necho called >>{tmp / 'sbatch-calls'}\necho 1\n")
+        for tool in ("sinfo", "sbatch"):
+            (bin_dir / tool).chmod(0o755)
+        env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+        common = ("--batch", str(tmp / "class"), "--slurm", "--out", str(tmp / "run"), "--lessons", "01,04")
+        done = run_grader(*common, "--submit", env=env)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("asks for --gpus-per-task=2, but the nodes of partition course offer no 'gpu' resource",
+                      done.stderr)
+        self.assertIn("--gpus-per-task 0", done.stderr)
+        self.assertIn("Nothing was submitted", done.stderr)
+        self.assertFalse((tmp / "sbatch-calls").exists())
+        self.assertTrue((tmp / "run" / "grade.sbatch").is_file())  # written, for a submission by hand
+        warned = run_grader(*common, env=env)  # without --submit: a warning
+        self.assertEqual(warned.returncode, 0, warned.stderr)
+        self.assertIn("warning: the array asks for --gpus-per-task=2", warned.stderr)
+        accepted = run_grader(*common, "--gpus-per-task", "0", "--submit", env=env)
+        self.assertEqual(accepted.returncode, 0, accepted.stderr)
+        self.assertEqual((tmp / "sbatch-calls").read_text().count("called"), 3)  # build, array, merge
 
 
 @needs_tools
