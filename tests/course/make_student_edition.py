@@ -29,7 +29,8 @@ and in tests/meson.build every lesson's 'wrong': [...] and 'right': [...] entry 
 
 Exit status 0 written; 1 a marker is unbalanced, a 'wrong' list cannot be read, or (with
 --strict) a file of the edition still names a program or folder the edition lacks
-(solution-demo-NN, tests/wrong, ...); without --strict those are printed as warnings.
+(solution-demo-NN, tests/wrong, ...: in a README or a lesson's file, or in a comment of a
+build file or a source); without --strict those are printed as warnings.
 2 usage error.
 """
 
@@ -70,11 +71,13 @@ WRONG_KEY = re.compile(r"^[ \t]*'(?:wrong|right)'[ \t]*:[ \t]*\[", re.M)  # the 
 SOURCE_SUFFIXES = {".cpp", ".cu", ".h", ".cuh"}
 WRONG_ITEM = re.compile(r"^[ \t]*((\[.*\]|'[^']*')[ \t]*,?[ \t]*(#.*)?|#.*)?$")
 
-# What a student of the edition could try to run or open and not find.
+# What a student of the edition could try to run or open and not find (NN: a lesson's number,
+# as a comment names the targets of every lesson; tests/wrong and tests/course not inside another path).
 MISSING_IN_EDITION = re.compile(
-    r"solution-(?:demo|bench)-\d\d|\bsolution-\d\d\b|--suite[ =](?:solutions|course)\b|tests/wrong\b|tests/course\b"
-    r"|\b(?:wrong|right)-\d\d\b")
-SCANNED_FOR_MISSING = re.compile(r"^(README\.md|lessons/.*)$")
+    r"solution-(?:demo|bench)-(?:\d\d|NN)\b|\bsolution-(?:\d\d|NN)\b|--suite[ =](?:solutions|course)\b"
+    r"|(?<![\w/.~-])tests/(?:wrong|course)\b|\b(?:wrong|right)-(?:\d\d|NN)\b")
+SCANNED_WHOLE = re.compile(r"^(.*\.md|lessons/.*)$")  # every line; elsewhere the comments of build files and sources
+MESON_FILES = ("meson.build", "meson.options")
 
 
 class EditionError(Exception):
@@ -259,14 +262,45 @@ def make_edition(course: Path) -> tuple[list[Entry], list[str]]:
                 raise EditionError(f"{relative}: not UTF-8 text ({error})") from error
             edited = edition_text(relative, text)
             content = edited.encode() if edited != text else None
-            if SCANNED_FOR_MISSING.match(relative):
-                for number, line in enumerate(edited.splitlines(), 1):
-                    for found in MISSING_IN_EDITION.finditer(line):
-                        warnings.append(f"{relative}:{number}: names '{found.group(0)}', which the student "
-                                        f"edition does not have: {line.strip()[:100]}")
+            for number, found, line in names_missing(relative, edited):
+                warnings.append(f"{relative}:{number}: names '{found}', which the student edition does not "
+                                f"have: {line.strip()[:100]}")
         entries.append(Entry(relative, source, content))
     check_edition(entries)
     return entries, warnings
+
+
+def blank_strings(line: str, quote: str) -> str:
+    """The line with the inside of each string literal blanked, so that what is left is code and
+    comment at the same places."""
+    literal = re.compile(f"{quote}(?:\\\\.|[^{quote}\\\\])*{quote}")
+    return literal.sub(lambda string: quote + " " * (len(string.group(0)) - 2) + quote, line)
+
+
+def scanned_text(relative: str, line: str) -> str:
+    """The part of one line of the edition that is read for names the edition lacks: the whole
+    line of a README or a lesson's file, the comment of a build file's or a source's line."""
+    if SCANNED_WHOLE.match(relative):
+        return line
+    if Path(relative).name in MESON_FILES:
+        code = blank_strings(line, "'")  # a '#' inside a Meson string is no comment
+        return line[code.index("#"):] if "#" in code else ""
+    if Path(relative).suffix in SOURCE_SUFFIXES:
+        code = blank_strings(line, '"')
+        if "//" in code:
+            return line[code.index("//"):]
+        return line if line.lstrip().startswith(("/*", "*")) else ""
+    return ""
+
+
+def names_missing(relative: str, text: str) -> list[tuple[int, str, str]]:
+    """(line number, name, line) for each program, suite or folder the edition lacks that the
+    edition's text of this file names: in READMEs and lesson files anywhere, in the comments of
+    build files and sources elsewhere."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        found += [(number, name.group(0), line) for name in MISSING_IN_EDITION.finditer(scanned_text(relative, line))]
+    return found
 
 
 def check_edition(entries: list[Entry]) -> None:
@@ -336,7 +370,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, metavar="DIR", help="write the edition to this new (or empty) folder")
     parser.add_argument("--tar", type=Path, metavar="FILE", help="write the edition as FILE.tar.gz (one top folder)")
     parser.add_argument("--strict", action="store_true",
-                        help="fail when a README or lesson file names something the edition lacks")
+                        help="fail when a README, a lesson file or a comment of a build file or source "
+                             "names something the edition lacks")
     args = parser.parse_args(argv)
     if not args.output and not args.tar:
         parser.error("give --output DIR, --tar FILE.tar.gz, or both")

@@ -107,6 +107,13 @@ class TheEditionOfThisCourse(unittest.TestCase):
         self.assertNotRegex(text, edition.MISSING_IN_EDITION)
         self.assertNotIn("\n\n\n", text)
 
+    def test_nothing_in_the_edition_names_what_it_lacks_not_even_a_comment(self):
+        _, warnings = edition.make_edition(ROOT)
+        self.assertEqual(warnings, [])  # what --strict refuses
+        table = (self.out / "tests" / "meson.build").read_text()
+        self.assertNotRegex(table, r"solution-(demo|bench)-NN|\bsolution-NN\b")
+        self.assertIn("#   demo-NN ", table)
+
     def test_the_tarball_holds_the_folder_under_one_top_folder(self):
         with tarfile.open(self.tar) as archive:
             members = {m.name: m for m in archive.getmembers() if m.isfile()}
@@ -186,6 +193,19 @@ class TheExporterRefuses(unittest.TestCase):
         self.assertIn("solution-demo-99", done.stderr)
         shutil.rmtree(self.out)
         self.assert_refused("solution-demo-99", "--strict")
+
+    def test_a_comment_naming_a_solution_program_is_caught_with_strict(self):
+        self.edit("tests/meson.build", "# THE table of lessons", "# Compare with solution-demo-NN.\n# THE table of lessons")
+        self.assert_refused("tests/meson.build:4: names 'solution-demo-NN'", "--strict")
+        self.edit("tests/meson.build", "# Compare with solution-demo-NN.\n", "")
+        source = next((self.course / "common").rglob("*.cpp"))
+        source.write_text(source.read_text() + "// as ./build/tests/solution-07 shows\n")
+        self.assert_refused(f"{source.relative_to(self.course).as_posix()}:", "--strict")
+        self.assert_refused("names 'solution-07'", "--strict")
+        source.write_text(source.read_text().replace("// as ./build/tests/solution-07 shows\n",
+                                                     'const char* where = "solution-07";\n'))
+        done = export(self.course, "--output", self.out, "--strict")  # code, not a comment: not read
+        self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_an_output_folder_inside_the_course_or_not_empty_is_refused(self):
         done = export(self.course, "--output", self.course / "student")
