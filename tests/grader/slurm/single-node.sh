@@ -19,6 +19,8 @@
 # 127.0.0.1) with the CPUs `nproc` counts and 95% of MemTotal; one partition, `course`.
 # Ports: $COURSE_SLURM_PORT (slurmctld, default 6817) and the next one (slurmd).
 #
+# Without --gpus the node has no generic resource: `gres (null)` in the start message, and a job must
+# ask for no GPU (grade.py --slurm --gpus-per-task 0), or sbatch refuses it ("Invalid generic resource").
 # --gpus (a GPU host): the GPUs become a GRES. gres.conf names every /dev/nvidia<N> file, the node
 # has Gres=gpu:<count>, and a job that asks for --gpus-per-task=1 or --gres=gpu:1 sees its GPU through
 # CUDA_VISIBLE_DEVICES (TaskPlugin=task/none: no cgroup hides the others).
@@ -144,6 +146,10 @@ start() {
     waited=$((waited + 1))
   done
   say "up in ${waited} s: $(sinfo -h -N -o '%N %T, %c CPUs, %m MB, gres %G, partition %P')"
+  if [ "$(sinfo -h -N -o '%G' | head -1)" = "(null)" ]; then
+    say "gres (null): the node offers no GPU to Slurm jobs (start --gpus makes this host's GPUs a GRES), so a job"
+    say "  that asks for one is refused (\"Invalid generic resource\"): grade with --slurm --gpus-per-task 0"
+  fi
   say "export SLURM_CONF=$SLURM_CONF"
 }
 
