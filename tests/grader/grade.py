@@ -90,6 +90,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--require-gpus", action="store_true",
                         help="instructors: a case skipped for missing GPUs is an error (exit status 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--list-lessons", action="store_true",
+                        help="print each lesson's student file (the one file taken from a submission) and stop")
     sandbox = parser.add_argument_group("sandbox and integrity checks (tests/grader/README.md)")
     sandbox.add_argument("--bwrap", metavar="PATH", help="the bubblewrap program (default: bwrap on PATH)")
     sandbox.add_argument("--no-sandbox", action="store_true",
@@ -135,6 +137,18 @@ def default_build_dir(course: Path) -> Path:
     if folder.is_relative_to(course):  # the course holds the user's cache (a course in $HOME itself)
         folder = Path(tempfile.gettempdir()).resolve() / f"multi-gpu-course-grader-{os.getuid()}-{digest}"
     return folder
+
+
+def lesson_table(course: Path) -> str:
+    """Each lesson's student file and the other sources of its folder, as the Markdown table of
+    the README's quick start (tests/grader/README.md; the grader's own tests compare the two)."""
+    lines = ["| Lesson | Student file (graded) | Other sources in the folder (the course's own are used) |",
+             "|---|---|---|"]
+    for lesson in layout.discover_lessons(course):
+        others = sorted(path.name for path in (course / "lessons" / lesson.slug).iterdir()
+                        if path.suffix in (".cpp", ".cu", ".h", ".cuh") and path.name != lesson.student_filename)
+        lines.append(f"| {lesson.slug} | `{lesson.student_filename}` | {', '.join(f'`{name}`' for name in others)} |")
+    return "\n".join(lines) + "\n"
 
 
 def make_settings(args: argparse.Namespace) -> Settings:
@@ -424,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.merge is not None:
             return merge_run(args)
+        if args.list_lessons:
+            try:
+                print(lesson_table(args.course.resolve()), end="")
+            except layout.LayoutError as error:
+                raise UsageError(str(error)) from error
+            return EXIT_OK
         if args.only_missing:
             raise UsageError("--only-missing only goes with --merge")
         if args.slurm and args.build_dir is None and args.out is not None:

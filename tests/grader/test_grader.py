@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ sys.path.insert(0, str(HERE))
 
 import catch2_runner as runner  # noqa: E402
 import course_layout as layout  # noqa: E402
+import grade  # noqa: E402
 import meson_build  # noqa: E402
 import report_csv  # noqa: E402
 import report_text  # noqa: E402
@@ -342,6 +344,29 @@ class StatusUnitTests(unittest.TestCase):
                                                     "with SIGSEGV (signal 11) after 0.2 s")
         killed = runner.CaseResult(case, "timed_out", exit_code=None, seconds=3.0)
         self.assertIn("which was killed (no exit status) after 3.0 s", runner.log_heading(killed))
+
+
+class QuickStartTests(unittest.TestCase):
+    """The README's quick start says which file of each lesson is the student's: its table is what
+    grade.py --list-lessons prints from the course's lesson table, so it cannot drift."""
+
+    def test_the_readme_table_is_the_course_lesson_table(self):
+        readme = (HERE / "README.md").read_text()
+        found = re.search(r"<!-- lesson table: grade.py --list-lessons -->\n(.*?)<!-- /lesson table -->", readme, re.S)
+        self.assertIsNotNone(found, "no lesson table in tests/grader/README.md")
+        course = HERE.parents[1]
+        self.assertEqual(found.group(1), grade.lesson_table(course),
+                         "the quick start's table is out of date: paste python3 tests/grader/grade.py --list-lessons")
+        self.assertIn("| 02-set-device | `set_device.cu` | `demo.cpp`, `kernels.cu`,", found.group(1))
+        for lesson in layout.discover_lessons(course):
+            self.assertIn(f"| {lesson.slug} | `{lesson.student_filename}` |", found.group(1))
+
+    def test_list_lessons_prints_the_table_of_any_course(self):
+        done = subprocess.run([sys.executable, str(GRADE), "--course", str(FIXTURE), "--list-lessons"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("| 01-passing | `passing.cpp` | `demo.cpp`, `passing.h` |\n", done.stdout)
+        self.assertEqual(len(done.stdout.splitlines()), 2 + 8)
 
 
 class LayoutUnitTests(unittest.TestCase):
@@ -837,10 +862,18 @@ class AttackTests(unittest.TestCase):
             self.assertIn(reason, " ".join(self.report("attacks-grade", attack).split()), attack)
         self.assertIn("refused: uses exit", rows["exit_zero"]["findings"])
         self.assertIn("printed more than the 8 MB allowed", rows["huge_output"]["findings"])
+
+    def test_the_csv_says_why_each_attack_scored_zero(self):
+        with (TMP / "attacks-grade" / "grades.csv").open() as table:
+            rows = {row["student"]: row for row in csv.DictReader(table)}
         self.assertTrue(rows["exit_zero"]["01-passing status"].startswith("refused: passing.cpp calls exit() (process"))
         self.assertEqual(rows["exit_zero"]["problem"], "01-passing: refused")
-        self.assertRegex(rows["huge_output"]["problem"], r"^01-passing: crashed \d of \d cases$")
-        self.assertTrue(all(row["01-passing status"] and row["problem"] for row in rows.values()))
+        self.assertTrue(rows["include_solution"]["01-passing status"].startswith("does not build: "))
+        self.assertEqual(rows["include_solution"]["problem"], "01-passing: does not build")
+        for attack, row in rows.items():  # a 0 never goes without its reason
+            self.assertRegex(row["problem"], r"^01-passing: (refused|does not build|(failed|crashed|timed out|lost) \d)",
+                             attack)
+            self.assertTrue(row["01-passing status"].startswith(row["problem"][len("01-passing: "):]), attack)
 
     def test_a_correct_file_written_the_way_students_write_is_accepted(self):
         """attacks/correct/plausible: what the allowlists must let through, with full marks."""
