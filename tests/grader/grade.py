@@ -11,6 +11,7 @@ that did not pass again alone), and report points as a table, Gradescope results
                                                            the same on a Slurm cluster: a job array
     python3 tests/grader/grade.py --merge RUN [--only-missing]
                                                            gather its results (resubmit what is missing)
+    python3 tests/grader/grade.py --list-lessons           which file of each lesson is the student's
 
 Exit status: 0 grading completed (whatever the score), 1 internal error (the grader, Meson or
 the course itself failed), 2 usage error, 3 --require-gpus and some case was skipped for
@@ -81,7 +82,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "~/.cache/multi-gpu-course-grader/<course>-<hash>)")
     parser.add_argument("--out", type=Path, help="where to write the reports (default: <build-dir>/grade)")
     parser.add_argument("--csv", type=Path, help="with --batch: the CSV to write (default: <out>/grades.csv)")
-    parser.add_argument("--lessons", metavar="LIST", help="only these lessons, e.g. 01,03 (default: all)")
+    parser.add_argument("--lessons", metavar="LIST",
+                        help="only these lessons, e.g. 01,03; the others are not graded at all (no CSV column, "
+                             "no points in total or possible) (default: all)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds per test case before it counts as hung (default: %(default)g)")
     parser.add_argument("--build-timeout", type=float, default=900.0, metavar="S",
@@ -114,7 +117,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     slurm.add_argument("--account", help="#SBATCH --account")
     slurm.add_argument("--time", metavar="LIMIT", help="#SBATCH --time, per task (e.g. 30 or 1:00:00)")
     slurm.add_argument("--gpus-per-task", type=int, metavar="N",
-                       help="GPUs per task, 0 for none (default: the most [gpus:G] any graded case asks for)")
+                       help="GPUs per task, 0 for none, as on a cluster whose nodes offer no GPU to Slurm (sinfo "
+                            "-o '%%P %%G' shows (null)) (default: the most [gpus:G] any graded case asks for)")
     slurm.add_argument("--gres", metavar="SPEC", help="#SBATCH --gres=SPEC (e.g. gpu:2) instead of --gpus-per-task")
     slurm.add_argument("--cpus-per-task", type=int, metavar="N", help="#SBATCH --cpus-per-task")
     slurm.add_argument("--mem", metavar="SIZE", help="#SBATCH --mem, per task (e.g. 16G)")

@@ -866,13 +866,14 @@ class AttackTests(unittest.TestCase):
     def test_the_csv_says_why_each_attack_scored_zero(self):
         with (TMP / "attacks-grade" / "grades.csv").open() as table:
             rows = {row["student"]: row for row in csv.DictReader(table)}
-        self.assertTrue(rows["exit_zero"]["01-passing status"].startswith("refused: passing.cpp calls exit() (process"))
+        self.assertTrue(rows["exit_zero"]["01-passing status"].startswith(
+            "refused: passing.cpp uses exit (not on the list of what student code may use"))
         self.assertEqual(rows["exit_zero"]["problem"], "01-passing: refused")
         self.assertTrue(rows["include_solution"]["01-passing status"].startswith("does not build: "))
         self.assertEqual(rows["include_solution"]["problem"], "01-passing: does not build")
         for attack, row in rows.items():  # a 0 never goes without its reason
-            self.assertRegex(row["problem"], r"^01-passing: (refused|does not build|(failed|crashed|timed out|lost) \d)",
-                             attack)
+            self.assertRegex(row["problem"], r"^01-passing: (refused|does not build|invalid results|"
+                                             r"(failed|crashed|timed out|lost) \d)", attack)
             self.assertTrue(row["01-passing status"].startswith(row["problem"][len("01-passing: "):]), attack)
 
     def test_a_correct_file_written_the_way_students_write_is_accepted(self):
