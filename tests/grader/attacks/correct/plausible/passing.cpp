@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
 // Not an attack: a correct lesson-01 file written the way students write, with what the
 // allowlists must accept (a refused correct file is as wrong as an attack that scores): the
 // <iostream> set-up, a global std::map and a static std::atomic array, printf and
