@@ -414,6 +414,8 @@ class Reset(unittest.TestCase):
         again = course("reset", "02", course_root=self.root)
         self.assertEqual(again.returncode, 0)
         self.assertIn("is the starter already", again.stdout)
+        rc, said = course_json("reset", "02", course_root=self.root)
+        self.assertEqual((rc, said["status"], said["kept"]), (0, "unchanged", None))
 
     @unittest.skipIf(not shutil.which("git"), "git is not installed")
     def test_in_a_git_checkout_the_starter_is_the_committed_file(self):
