@@ -7,8 +7,9 @@
 # agree between the README, the starter and the test tags; every graded test case carries
 # its tags and is named in the README's "What the tests check" table; the table's student file
 # is the one the grader takes from a submission (tests/grader/course_layout.py decides that, and
-# this check holds the build's table to it); and outside its TODO regions the starter is the
-# solution, line for line.
+# this check holds the build's table to it); outside its TODO regions the starter is the
+# solution, line for line; and where a lesson has hints/ files, each is one that ./course hint
+# reads and the README's Hints section links to it.
 """Usage: check_structure.py COURSE_ROOT  (exit 0 when the course is consistent, 1 otherwise)."""
 
 import difflib
@@ -172,7 +173,53 @@ def check_lesson(root, lesson, table):
     if re.search(r"TODO\(task \d", solution_text) or 'NOT_IMPLEMENTED("' in solution_text:
         problems.append(f"{name}: the solution still has a TODO(task N) or NOT_IMPLEMENTED")
     problems += [f"{name}: {p}" for p in differences_outside_todo(starter_text.splitlines(), solution_text.splitlines())]
+    problems += check_hints(lesson, readme_text, todo_tasks)
     return problems + check_variants(root, lesson, table)
+
+
+def hint_titles(text):
+    """[(title, has text)] of a hints file's hints: each '## ' heading outside a fenced code block."""
+    hints, fence = [], None
+    for line in text.splitlines()[1:]:
+        marker = re.match(r"^\s*(```+|~~~+)", line)
+        if marker:
+            fence = None if fence and marker.group(1)[0] == fence[0] else (fence or marker.group(1))
+        if fence is None and line.startswith("## "):
+            hints.append([line[3:].strip(), False])
+        elif hints and line.strip():
+            hints[-1][1] = True
+    return hints
+
+
+def check_hints(lesson, readme_text, tasks):
+    """A lesson's hints/task-N.md files, where it has them (the README's folded blocks still serve
+    the others): named for a task of the lesson; first line '# Lesson NN, task N: hints', then one
+    blank line; at least one hint, each a '## ' heading with text under it (./course hint shows
+    them one at a time, in order); linked from the README's Hints section."""
+    folder = lesson / "hints"
+    if not folder.is_dir():
+        return []
+    name, problems = lesson.name, []
+    links = section_text(readme_text, "Hints")
+    for path in sorted(folder.iterdir()):
+        shown = f"hints/{path.name}"
+        task = re.fullmatch(r"task-(\d+)\.md", path.name)
+        if not task:
+            problems.append(f"{name}: {shown} is not named hints/task-N.md")
+            continue
+        if task.group(1) not in tasks:
+            problems.append(f"{name}: {shown} is for task {task.group(1)}, which the lesson does not have")
+        lines = path.read_text().splitlines()
+        title = f"# Lesson {name[:2]}, task {task.group(1)}: hints"
+        if lines[:2] != [title, ""]:
+            problems.append(f"{name}: {shown} does not begin with the line '{title}' and a blank line")
+        hints = hint_titles(path.read_text())
+        if not hints:
+            problems.append(f"{name}: {shown} has no hint (each hint begins with a '## ' heading)")
+        problems += [f"{name}: {shown}: the hint '## {title}' has no text" for title, has_text in hints if not has_text]
+        if not re.search(rf"\]\(\s*(\./)?hints/{re.escape(path.name)}\s*\)", links):
+            problems.append(f"{name}: {shown} is not linked from the README's Hints section")
+    return problems
 
 
 def check_variants(root, lesson, table):

@@ -14,6 +14,8 @@ Left out: solutions/, tests/wrong/, tests/course/ (the course checks and this sc
 tests/grader/fixture/ and tests/grader/test_*.py (the grader's own tests), .ci/, and what
 git ignores (build folders). With git, the files are the working tree's tracked and
 untracked-but-not-ignored ones; without it, every file but build*/, .git and caches.
+Added: .course/starters/NN-name/<file>, a copy of each lesson's starter as the edition has it,
+from which `./course reset NN` puts a student's starter back (the edition is no git checkout).
 
 Markers (README.md files, meson.build, meson.options, C++/CUDA sources):
 
@@ -78,6 +80,10 @@ MISSING_IN_EDITION = re.compile(
     r"|(?<![\w/.~-])tests/(?:wrong|course)\b|\b(?:wrong|right)-(?:\d\d|NN)\b")
 SCANNED_WHOLE = re.compile(r"^(.*\.md|lessons/.*)$")  # every line; elsewhere the comments of build files and sources
 MESON_FILES = ("meson.build", "meson.options")
+STARTERS = ".course/starters"  # where ./course reset finds the starters in the edition (see the command)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
+import course_layout  # noqa: E402  the grader's rule for which file is a lesson's student file
 
 
 class EditionError(Exception):
@@ -266,6 +272,7 @@ def make_edition(course: Path) -> tuple[list[Entry], list[str]]:
                 warnings.append(f"{relative}:{number}: names '{found}', which the student edition does not "
                                 f"have: {line.strip()[:100]}")
         entries.append(Entry(relative, source, content))
+    entries += starter_copies(course, entries)
     check_edition(entries)
     return entries, warnings
 
@@ -303,6 +310,18 @@ def names_missing(relative: str, text: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def starter_copies(course: Path, entries: list[Entry]) -> list[Entry]:
+    """A copy of each lesson's student file as the edition holds it, under .course/starters/, for
+    `./course reset`."""
+    by_name = {entry.relative: entry for entry in entries}
+    copies = []
+    for folder, student in sorted(course_layout.student_files_of_build(course).items()):
+        starter = by_name.get(f"lessons/{folder}/{student}")
+        if starter is not None:
+            copies.append(Entry(f"{STARTERS}/{folder}/{student}", starter.source, starter.content))
+    return copies
+
+
 def check_edition(entries: list[Entry]) -> None:
     """What must hold whatever the course holds: nothing left out slipped in, no marker and no
     'wrong' list remain, and the edition still has lessons, a build and a grader."""
@@ -317,7 +336,7 @@ def check_edition(entries: list[Entry]) -> None:
                 raise EditionError(f"{entry.relative}: an instructor-only marker is left in the edition")
             if entry.relative == "tests/meson.build" and (WRONG_KEY.search(text) or re.search(r"\.(wrong|right)'", text)):
                 raise EditionError("tests/meson.build: a 'wrong' or 'right' list is left in the edition")
-    for needed in ("README.md", "meson.build", "meson.options", "tests/meson.build", "tests/grader/grade.py"):
+    for needed in ("README.md", "meson.build", "meson.options", "tests/meson.build", "tests/grader/grade.py", "course"):
         if needed not in names:
             raise EditionError(f"the course has no {needed}: is {COURSE_ROOT} the course's root?")
     if not any(re.match(r"lessons/\d\d-[^/]+/README\.md$", name) for name in names):

@@ -98,6 +98,43 @@ class StructureCheckCatchesBrokenLessons(unittest.TestCase):
         self.edit(f"lessons/{LESSON}/README.md", "device_enumeration.cpp:23", "device_enumeration.cpp:24")
         self.assert_reported("README.md points at device_enumeration.cpp:24")
 
+    def add_hints(self, text, link="[task 1](hints/task-1.md)"):
+        folder = self.root / "lessons" / LESSON / "hints"
+        folder.mkdir(exist_ok=True)
+        (folder / "task-1.md").write_text(text)
+        if link:
+            self.edit(f"lessons/{LESSON}/README.md", "## Hints\n", f"## Hints\n\n- {link}\n")
+
+    GOOD_HINTS = "# Lesson 01, task 1: hints\n\n## A nudge\n\nCount.\n\n## Step by step\n\n```\n## code\n```\n"
+
+    def test_a_well_formed_hints_file_linked_from_the_readme_passes(self):
+        self.add_hints(self.GOOD_HINTS)
+        code, out = self.run_check()
+        self.assertEqual(code, 0, out)
+
+    def test_a_hints_file_without_its_title_line_is_reported(self):
+        self.add_hints(self.GOOD_HINTS.replace("# Lesson 01, task 1: hints", "# Hints"))
+        self.assert_reported("hints/task-1.md does not begin with the line '# Lesson 01, task 1: hints'")
+
+    def test_a_hints_file_without_a_hint_is_reported(self):
+        self.add_hints("# Lesson 01, task 1: hints\n\nJust text.\n```\n## inside a code block\n```\n")
+        self.assert_reported("hints/task-1.md has no hint")
+
+    def test_a_hint_without_text_is_reported(self):
+        self.add_hints(self.GOOD_HINTS + "## Empty\n")
+        self.assert_reported("the hint '## Empty' has no text")
+
+    def test_a_hints_file_the_readme_does_not_link_is_reported(self):
+        self.add_hints(self.GOOD_HINTS, link=None)
+        self.assert_reported("hints/task-1.md is not linked from the README's Hints section")
+
+    def test_a_hints_file_for_a_task_the_lesson_lacks_is_reported(self):
+        self.add_hints(self.GOOD_HINTS)
+        (self.root / "lessons" / LESSON / "hints" / "task-9.md").write_text(
+            self.GOOD_HINTS.replace("task 1", "task 9"))
+        self.edit(f"lessons/{LESSON}/README.md", "## Hints\n", "## Hints\n\n- [task 9](hints/task-9.md)\n")
+        self.assert_reported("hints/task-9.md is for task 9, which the lesson does not have")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -73,6 +73,17 @@ class TheEditionOfThisCourse(unittest.TestCase):
                      "tests/grader/grade.py", ".gitignore"):
             self.assertTrue((self.out / path).is_file(), path)
 
+    def test_the_course_command_and_a_copy_of_each_starter_for_its_reset_are_there(self):
+        command = self.out / "course"
+        self.assertTrue(command.is_file() and command.stat().st_mode & 0o111, "./course is missing or not executable")
+        table = (ROOT / "tests" / "meson.build").read_text()
+        students = re.findall(r"'folder':\s*'([^']+)',\s*'student':\s*'([^']+)'", table)
+        self.assertTrue(students)
+        for folder, student in students:
+            kept = self.out / edition.STARTERS / folder / student
+            self.assertEqual(kept.read_bytes(), (self.out / "lessons" / folder / student).read_bytes(), kept)
+        self.assertEqual(len(files_under(self.out / edition.STARTERS)), len(students))
+
     def test_the_lesson_table_keeps_its_lessons_and_loses_its_wrong_lists(self):
         table = (self.out / "tests" / "meson.build").read_text()
         self.assertNotRegex(table, r"'(wrong|right)'\s*:")
