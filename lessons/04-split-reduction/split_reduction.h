@@ -111,9 +111,9 @@ inline const char* to_string(Combine combine) {
 //    cudaMemcpyPeerAsync, which needs no peer access) once its reduction is done (an event, a
 //    stream wait); a kernel on workers[0]'s device then adds gathered[0 .. W), in double, into
 //    workspace.total, and that one double is copied to workspace.host_total[0] (pinned) on
-//    workers[0]'s stream. Not into a local double: a copy into pageable memory returns only when
-//    its stream reaches it, and while it waits, other threads' copies into pageable memory may
-//    wait too (not documented; measured on the course's hosts: README, task 2).
+//    workers[0]'s stream. Pinned rather than a local double: a copy into pageable memory is
+//    staged by the driver and may block (whether it holds up other threads' copies is not
+//    documented; measured on the course's hosts, it did not: README, task 2).
 // Returns the total. Enables no peer access: a kernel reads only memory of its own device. Leaves
 // the caller's current device as it was. Throws std::invalid_argument, before any CUDA call, when
 // slices.size() != W or a non-empty slice is nullptr.
