@@ -101,7 +101,8 @@ class Stream {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   // The same with a priority (cudaDeviceGetStreamPriorityRange: a lower number is a higher
-  // priority): the block scheduler starts this stream's waiting blocks before other streams'.
+  // priority): a hint to start this stream's waiting blocks first "when possible"; the CUDA 13
+  // reference promises no order and no preemption of blocks already running.
   Stream(int device, int priority) : device_(device) {
     DeviceGuard guard(device_);
     CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
