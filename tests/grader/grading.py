@@ -16,12 +16,14 @@ other student's on this machine.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import catch2_runner as runner
 import course_layout as layout
@@ -168,7 +170,7 @@ class Grader:
         if self.settings.object_checks:
             refused = integrity.check_source(source / lesson.student_path)
             if refused:
-                return self._refused(lesson, refused, "")
+                return refuse(lesson, refused, "", self._unusable)
         # The student's file is compiled inside the sandbox: it sees only the staged course (no
         # solutions/) and what the build needs, and writes only into the build folder.
         built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
@@ -181,42 +183,9 @@ class Grader:
         program = meson_build.program_path(build, lesson.target, programs)
         target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
             build.resolve()) else lesson.target
-        problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) \
-            if self.settings.object_checks else []
-        if problems:
-            return self._refused(lesson, problems, built.log)
-        try:
-            listing = runner.list_cases(program, timeout=self.settings.timeout, run=self.run)
-        except (runner.ProgramError, OSError) as error:
-            message = f"the test program {lesson.target} could not list its cases: {error}"
-            return self._unusable(lesson, BUILD_FAILED, message, log=built.log)
-        self._remember(listing)
-        grade = LessonGrade(lesson, log=built.log)
-        # One shared run, then every case that did not pass alone: a crash, a hang or a broken
-        # CUDA context costs only the case that caused it.
-        try:
-            results = runner.run_cases(program, listing.cases, self.settings.timeout, run=self.run,
-                                       retry_alone=runner.worth_running_alone)
-        except runner.ChannelError as error:
-            message = f"the results of {lesson.target} cannot be trusted: {error}"
-            grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=built.log)
-            grade.results = [self._stand_in(case, INVALID, message) for case in listing.cases]
-            grade.findings.append(f"result channel: {error}")
-            return grade
-        for case, result in zip(listing.cases, results):
-            self.say(f"[{lesson.slug}]   {label(result.status):9} {case.name}")
-            grade.results.append(result)
-            grade.log += case_log(result)
-            grade.findings += [f"{finding} ({case.name})" for finding in result.findings]
-        return grade
-
-    def _refused(self, lesson: Lesson, problems: list[str], log: str) -> LessonGrade:
-        """A lesson whose student file the integrity checks refused: nothing of it ran."""
-        more = f" (and {len(problems) - 1} more: see the findings)" if len(problems) > 1 else ""
-        log += "\n===== refused by the integrity check:\n" + "\n".join(problems) + "\n"
-        grade = self._unusable(lesson, REJECTED, f"{lesson.student_filename} {problems[0]}{more}", log=log)
-        grade.findings += [f"refused: {problem}" for problem in problems]
-        return grade
+        how = LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
+                        on_listing=self._remember)
+        return grade_built(lesson, program, target, checker if self.settings.object_checks else None, how, built.log)
 
     def _unusable(self, lesson: Lesson, status: str, message: str, log: str = "") -> LessonGrade:
         """A lesson whose program cannot run: its known cases are worth 0, with `message`."""
@@ -248,6 +217,63 @@ class Grader:
     def make_grade(self, student: str, source: str, lessons: list[LessonGrade], machine: dict) -> Grade:
         return Grade(student=student, source=source, lessons=lessons, machine=machine,
                      warnings=list(self.warnings), sandbox=self.sandbox.description)
+
+
+@dataclasses.dataclass
+class LessonRun:
+    """How a built lesson is graded: what the grader and `./course` (a student's own check) share."""
+
+    run: runner.RunSettings
+    timeout: float  # per case
+    unusable: Callable[..., LessonGrade]  # (lesson, status, message, log=...) -> a grade whose cases are worth 0
+    say: Callable[[str], None] = lambda text: None
+    on_listing: Callable[[runner.Listing], None] = lambda listing: None
+    status: Callable[[str], contextlib.AbstractContextManager] = lambda text: contextlib.nullcontext()
+
+
+def refuse(lesson: Lesson, problems: list[str], log: str, unusable: Callable[..., LessonGrade]) -> LessonGrade:
+    """A lesson whose student file the integrity checks refused: nothing of it ran."""
+    more = f" (and {len(problems) - 1} more: see the findings)" if len(problems) > 1 else ""
+    log += "\n===== refused by the integrity check:\n" + "\n".join(problems) + "\n"
+    grade = unusable(lesson, REJECTED, f"{lesson.student_filename} {problems[0]}{more}", log=log)
+    grade.findings += [f"refused: {problem}" for problem in problems]
+    return grade
+
+
+def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None, how: LessonRun,
+                log: str = "") -> LessonGrade:
+    """Grades a lesson whose program built: the student's object checked (checker None: not
+    checked), its cases listed and run (all in one process, then alone each that did not pass:
+    a crash, a hang or a broken CUDA context costs only the case that caused it), results only
+    through the result channel, skips judged against the grader's own GPU count."""
+    problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
+    if problems:
+        return refuse(lesson, problems, log, how.unusable)
+    try:
+        with how.status(f"listing the cases of {lesson.target}"):
+            listing = runner.list_cases(program, timeout=how.timeout, run=how.run)
+    except (runner.ProgramError, OSError) as error:
+        return how.unusable(lesson, BUILD_FAILED, f"the test program {lesson.target} could not list its cases: {error}",
+                            log=log)
+    how.on_listing(listing)
+    grade = LessonGrade(lesson, log=log)
+    try:
+        with how.status(f"running {lesson.target}: {len(listing.cases)} cases"):
+            results = runner.run_cases(program, listing.cases, how.timeout, run=how.run,
+                                       retry_alone=runner.worth_running_alone)
+    except runner.ChannelError as error:
+        message = f"the results of {lesson.target} cannot be trusted: {error}"
+        grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)
+        grade.results = [runner.judge_skip(runner.CaseResult(case, INVALID, message), how.run.gpus)
+                         for case in listing.cases]
+        grade.findings.append(f"result channel: {error}")
+        return grade
+    for case, result in zip(listing.cases, results):
+        how.say(f"[{lesson.slug}]   {label(result.status):9} {case.name}")
+        grade.results.append(result)
+        grade.log += case_log(result)
+        grade.findings += [f"{finding} ({case.name})" for finding in result.findings]
+    return grade
 
 
 class Baseline:
