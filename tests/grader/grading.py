@@ -72,6 +72,8 @@ class Grader:
         self._baseline = Baseline(self)
         self.subreaper = limited_run.become_subreaper()
         self.sandbox = settings.sandbox or Sandbox.off("not requested")
+        self.sandbox.hidden = [settings.course, settings.build_root] + list(settings.keep_out) + \
+            ([settings.out] if settings.out else [])
         self.run = runner.RunSettings(sandbox=self.sandbox,
                                       limits=limited_run.Limits(processes=limited_run.user_process_limit()))
         self.gpu_probe = self._probe_gpus()

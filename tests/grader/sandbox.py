@@ -49,7 +49,8 @@ def host_folders() -> list[Path]:
             found.append(Path(path))
     for variable in ("LD_LIBRARY_PATH", "PATH", "CUDA_HOME", "CUDA_PATH"):
         for entry in os.environ.get(variable, "").split(os.pathsep):
-            if entry and Path(entry).is_absolute() and Path(entry).is_dir() and not _inside(Path(entry), found):
+            if entry and Path(entry).is_absolute() and Path(entry).is_dir() and not _inside(Path(entry), found) \
+                    and Path(entry).resolve() != Path(entry).resolve().anchor and Path(entry).resolve() != Path.home():
                 found.append(Path(entry))
     return found
 
@@ -66,6 +67,9 @@ class Sandbox:
         self.description = description
         self.version = version
         self.readable: list[Path] = []  # more folders every program sees, read-only
+        # Folders never to be seen (the course, the grader's build root, the submissions, the reports):
+        # where one lies inside a system folder that is bound (a course in /opt), an empty one covers it.
+        self.hidden: list[Path] = []
         self.nested_userns = False  # True where this bwrap cannot forbid user namespaces inside
 
     @property
@@ -116,8 +120,13 @@ class Sandbox:
         read-only, `scratch` and `writable` writable, run in `cwd`."""
         wrapped = [self.bwrap, "--unshare-all", "--unshare-user"] + ([] if self.nested_userns else ["--disable-userns"])
         wrapped += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--dev", "/dev"]
-        for folder in host_folders():
+        bound = host_folders()
+        for folder in bound:
             wrapped += ["--ro-bind", str(folder), str(folder)]
+        for folder in self.hidden:
+            folder = Path(folder).resolve()
+            if folder.is_dir() and _inside(folder, bound):
+                wrapped += ["--tmpfs", str(folder)]
         for device in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
             wrapped += ["--dev-bind", device, device]
         wrapped += ["--size", str(TMP_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc",
