@@ -778,7 +778,7 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     "exit_zero": "uses exit (not on the list of what student code may use",
     "setsid_sleeper": "uses fork",
     "huge_output": "printed more than the 8 MB allowed",
-    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    "fake_inventory": "runs code before main() that uses fprintf",  # its global's initialiser prints
     # The classes of issue 29 (round 2): code before main(), an unlisted libc function, a hidden
     # system call, a COMDAT replacement, a hand-made exception, files read by the build, a build
     # without limits, a look around the machine.
@@ -790,6 +790,9 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     "incbin_solution": "uses an assembler .incbin",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "uses access",
+    # Round 3: the walk of the code before main() follows the object's own calls that need no
+    # relocation.
+    "early_thread": "runs code before main() that uses std::thread::",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
@@ -799,6 +802,7 @@ RUNTIME_REASONS = {  # attack -> what the report says when only the run-time def
     "handmade_exception": "the test framework's own control exception",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
+    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
 }
 
 
@@ -886,7 +890,7 @@ class AttackTests(unittest.TestCase):
         self.assertNotIn("refused", report)
 
     def test_the_grader_counts_gpus_itself(self):
-        record = json.loads((TMP / "attacks-grade" / "fake_inventory" / "machine.json").read_text())
+        record = json.loads((TMP / "attacks-runtime-grade" / "fake_inventory" / "machine.json").read_text())
         self.assertEqual((record["gpu_count"], record["gpus"]), (0, []))  # not the 8 the student's code printed
 
     def test_runtime_defences_without_object_checks(self):
