@@ -153,6 +153,8 @@ class Checker:
             if symbol["undefined"]:
                 if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
                     continue  # the host side of a __device__ function, made by nvcc: exit(1)
+                if name == "syscall" and only_allowed_system_calls(obj):
+                    continue  # <atomic>'s wait and notify (std::latch, std::barrier, ...): futex only
                 why = reference_refused(name, shown)
                 if why:
                     problems.append((f"uses {short(shown)}", why))
@@ -433,6 +435,56 @@ def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
         load, argument = _STUB_LOAD.match(lines[index - 3]), _STUB_ARG.match(lines[index - 2])
         if not (load and argument and load.group(1) == argument.group(1)):
             return False
+    return found
+
+
+# libc's syscall(): only a number of policy.ALLOWED_SYSTEM_CALLS, loaded into its first argument
+# right before the call:   mov $0xca,%edi ; ... ; call syscall   (what <atomic> inlines).
+_SYSCALL_NUMBER = re.compile(r"movl?\s+\$0x([0-9a-f]+),%edi$")
+_FIRST_ARGUMENT = re.compile(r"%(rdi|edi|di|dil)\b")
+_CONTROL = re.compile(r"^(?:\S+\s+)?(?:call|jmp|j[a-z]{1,3}|ret|loop\w*|syscall|int|ud2|hlt|\(bad\))\b")
+_SYSCALL_WINDOW = 16  # instructions between the number and the call, at most
+
+
+def only_allowed_system_calls(obj: Path) -> bool:
+    """True when every reference to syscall() in `obj` is a direct call (or jump) shortly after
+    the compiler loaded a number of policy.ALLOWED_SYSTEM_CALLS into the first argument, with
+    nothing in between that touches that register, branches, or is a branch's target, in a
+    function without a jump table. libstdc++ inlines its futex wait and notify that way
+    (std::atomic::wait, std::latch, std::barrier, std::counting_semaphore, std::jthread)."""
+    elf = ElfObject(obj)
+    code = disassembly(obj)
+    found = False
+    for section, relocations in elf.relocations.items():
+        uses = [relocation for relocation in relocations if relocation.target == "syscall"]
+        if not uses:
+            continue
+        instructions = code.get(section, [])
+        starts = [address for address, _ in instructions]
+        targets = {int(branch.group(1), 16) for _, text in instructions if (branch := _DIRECT_BRANCH.match(text))}
+        for relocation in uses:
+            found = True
+            index = bisect.bisect_right(starts, relocation.offset) - 1
+            if relocation.kind not in ("R_X86_64_PLT32", "R_X86_64_PC32") or index < 0 or \
+                    not re.match(r"(?:call|jmp)\s", instructions[index][1]):
+                return False  # its address taken, or not a direct call
+            function = elf.function_at(section, starts[index])
+            if function is None or any(re.search(r"(?:^|\s)jmp\s+\*", text) for address, text in instructions
+                                       if function.value <= address < function.value + max(function.size, 1)):
+                return False
+            number = None
+            for back in range(index, max(index - _SYSCALL_WINDOW, 0) - 1, -1):
+                if back < index:
+                    load = _SYSCALL_NUMBER.match(instructions[back][1])
+                    if load:
+                        number = int(load.group(1), 16)
+                        break
+                    if _FIRST_ARGUMENT.search(instructions[back][1]) or _CONTROL.match(instructions[back][1]):
+                        return False
+                if starts[back] in targets:
+                    return False  # a branch lands between the number and the call
+            if number not in policy.ALLOWED_SYSTEM_CALLS:
+                return False
     return found
 
 

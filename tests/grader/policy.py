@@ -79,6 +79,13 @@ _MATH = ("sqrt", "cbrt", "hypot", "exp", "exp2", "expm1", "log", "log2", "log10"
          "logb", "scalbn")
 ALLOWED_C_NAMES |= {name + suffix for name in _MATH for suffix in ("", "f", "l")}
 
+# libc's syscall() with these numbers only (integrity.only_allowed_system_calls reads each call's
+# number from the machine code): libstdc++ inlines it for <atomic>'s wait and notify.
+ALLOWED_SYSTEM_CALLS = {
+    0xca: "futex: std::atomic::wait/notify_*, std::atomic_flag::wait, std::latch, std::barrier, "
+          "std::counting_semaphore, std::jthread's std::stop_token (it waits on a word of memory)",
+}
+
 # C names allowed by prefix: the CUDA runtime (and what nvcc generates for kernels and their
 # registration), cuBLAS and NCCL. Anything else of the CUDA driver's is reached through the runtime.
 ALLOWED_C_PREFIXES = ("cuda", "__cuda", "cublas", "nccl")
@@ -171,6 +178,8 @@ INSTEAD = {
     "dlsym": "call the function by its name", "dl_iterate_phdr": "call the function by its name",
     "cudaGetDriverEntryPoint": "call the CUDA runtime function (cuda...) itself",
     "cudaGetDriverEntryPointByVersion": "call the CUDA runtime function (cuda...) itself",
+    "syscall": "use the C++ library (std::thread, std::atomic, ...); of syscall() only the futex of <atomic>'s "
+               "wait and notify is allowed",
     "longjmp": "throw an exception", "setjmp": "throw an exception", "signal": "the tests handle signals",
     "sigaction": "the tests handle signals", "raise": "throw an exception", "kill": "throw an exception",
     "__cxa_init_primary_exception": "throw the exception; inside a catch block std::current_exception() "

@@ -791,8 +791,9 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "uses access",
     # Round 3: the walk of the code before main() follows the object's own calls that need no
-    # relocation.
+    # relocation; syscall() is allowed only with the futex number.
     "early_thread": "runs code before main() that uses std::thread::",
+    "syscall_write": "uses syscall (not on the list of what student code may use",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
