@@ -882,13 +882,15 @@ class AttackTests(unittest.TestCase):
             self.assertTrue(row["01-passing status"].startswith(row["problem"][len("01-passing: "):]), attack)
 
     def test_a_correct_file_written_the_way_students_write_is_accepted(self):
-        """attacks/correct/plausible: what the allowlists must let through, with full marks."""
-        done = run_grader("--submission", str(HERE / "attacks" / "correct" / "plausible"), "--out",
-                          str(TMP / "plausible-grade"), "--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
+        """attacks/correct/*: what the allowlists must let through, with full marks (plausible: the
+        everyday C++; modern: C++20 threads, global containers, libgcc's and libm's arithmetic)."""
+        done = run_grader("--batch", str(HERE / "attacks" / "correct"), "--out", str(TMP / "plausible-grade"),
+                          "--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
         self.assertEqual(done.returncode, 0, done.stderr)
-        report = (TMP / "plausible-grade" / "report.txt").read_text()
-        self.assertIn("5/5", " ".join(table_row(report, "01-passing")), report)
-        self.assertNotIn("refused", report)
+        for student in ("plausible", "modern"):
+            report = self.report("plausible-grade", student)
+            self.assertIn("5/5", " ".join(table_row(report, "01-passing")), report)
+            self.assertNotIn("refused", report)
 
     def test_the_grader_counts_gpus_itself(self):
         record = json.loads((TMP / "attacks-runtime-grade" / "fake_inventory" / "machine.json").read_text())
