@@ -415,8 +415,10 @@ def compiler_include_dirs(compiler: str) -> list[Path]:
 
 # nvcc compiles the host side of a __device__ function as a stub that ends the program with
 # exit(1) should the host ever call it:   movl $0x1,N(%rsp) ; mov N(%rsp),%edi ; call exit
-_STUB_LOAD = re.compile(r"^\s*[0-9a-f]+:\s+movl\s+\$0x1,(0x[0-9a-f]+\(%rsp\))\s*$")
-_STUB_ARG = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+(0x[0-9a-f]+\(%rsp\)),%edi\s*$")
+# (unoptimised:   movl $0x1,-N(%rbp) ; mov -N(%rbp),%eax ; mov %eax,%edi ; call exit).
+_STUB_LOAD = re.compile(r"^\s*[0-9a-f]+:\s+movl\s+\$0x1,(-?0x[0-9a-f]+\(%r[sb]p\))\s*$")
+_STUB_ARG = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+(-?0x[0-9a-f]+\(%r[sb]p\)),%(edi|eax)\s*$")
+_STUB_EAX_TO_EDI = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+%eax,%edi\s*$")
 _STUB_CALL = re.compile(r"^\s*[0-9a-f]+:\s+call\s")
 _EXIT_RELOCATION = re.compile(r"^\s*[0-9a-f]+: R_X86_64_\w+\s+exit([-+]0x[0-9a-f]+)?\s*$")
 
@@ -430,9 +432,16 @@ def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
         if not _EXIT_RELOCATION.match(line):
             continue
         found = True
-        if index < 3 or not _STUB_CALL.match(lines[index - 1]):
+        if index < 4 or not _STUB_CALL.match(lines[index - 1]):
             return False
-        load, argument = _STUB_LOAD.match(lines[index - 3]), _STUB_ARG.match(lines[index - 2])
+        argument = _STUB_ARG.match(lines[index - 2])
+        load = _STUB_LOAD.match(lines[index - 3])
+        if argument is None and _STUB_EAX_TO_EDI.match(lines[index - 2]):
+            argument, load = _STUB_ARG.match(lines[index - 3]), _STUB_LOAD.match(lines[index - 4])
+            if argument is not None and argument.group(2) != "eax":
+                return False
+        elif argument is not None and argument.group(2) != "edi":
+            return False
         if not (load and argument and load.group(1) == argument.group(1)):
             return False
     return found
