@@ -33,6 +33,7 @@ at most a few names each; empty means the object is accepted.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import fnmatch
 import json
@@ -152,6 +153,8 @@ class Checker:
             if symbol["undefined"]:
                 if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
                     continue  # the host side of a __device__ function, made by nvcc: exit(1)
+                if name == "syscall" and only_allowed_system_calls(obj):
+                    continue  # <atomic>'s wait and notify (std::latch, std::barrier, ...): futex only
                 why = reference_refused(name, shown)
                 if why:
                     problems.append((f"uses {short(shown)}", why))
@@ -412,8 +415,10 @@ def compiler_include_dirs(compiler: str) -> list[Path]:
 
 # nvcc compiles the host side of a __device__ function as a stub that ends the program with
 # exit(1) should the host ever call it:   movl $0x1,N(%rsp) ; mov N(%rsp),%edi ; call exit
-_STUB_LOAD = re.compile(r"^\s*[0-9a-f]+:\s+movl\s+\$0x1,(0x[0-9a-f]+\(%rsp\))\s*$")
-_STUB_ARG = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+(0x[0-9a-f]+\(%rsp\)),%edi\s*$")
+# (unoptimised:   movl $0x1,-N(%rbp) ; mov -N(%rbp),%eax ; mov %eax,%edi ; call exit).
+_STUB_LOAD = re.compile(r"^\s*[0-9a-f]+:\s+movl\s+\$0x1,(-?0x[0-9a-f]+\(%r[sb]p\))\s*$")
+_STUB_ARG = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+(-?0x[0-9a-f]+\(%r[sb]p\)),%(edi|eax)\s*$")
+_STUB_EAX_TO_EDI = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+%eax,%edi\s*$")
 _STUB_CALL = re.compile(r"^\s*[0-9a-f]+:\s+call\s")
 _EXIT_RELOCATION = re.compile(r"^\s*[0-9a-f]+: R_X86_64_\w+\s+exit([-+]0x[0-9a-f]+)?\s*$")
 
@@ -427,11 +432,68 @@ def only_nvcc_device_stubs_call_exit(obj: Path) -> bool:
         if not _EXIT_RELOCATION.match(line):
             continue
         found = True
-        if index < 3 or not _STUB_CALL.match(lines[index - 1]):
+        if index < 4 or not _STUB_CALL.match(lines[index - 1]):
             return False
-        load, argument = _STUB_LOAD.match(lines[index - 3]), _STUB_ARG.match(lines[index - 2])
+        argument = _STUB_ARG.match(lines[index - 2])
+        load = _STUB_LOAD.match(lines[index - 3])
+        if argument is None and _STUB_EAX_TO_EDI.match(lines[index - 2]):
+            argument, load = _STUB_ARG.match(lines[index - 3]), _STUB_LOAD.match(lines[index - 4])
+            if argument is not None and argument.group(2) != "eax":
+                return False
+        elif argument is not None and argument.group(2) != "edi":
+            return False
         if not (load and argument and load.group(1) == argument.group(1)):
             return False
+    return found
+
+
+# libc's syscall(): only a number of policy.ALLOWED_SYSTEM_CALLS, loaded into its first argument
+# right before the call:   mov $0xca,%edi ; ... ; call syscall   (what <atomic> inlines).
+_SYSCALL_NUMBER = re.compile(r"movl?\s+\$0x([0-9a-f]+),%edi$")
+_FIRST_ARGUMENT = re.compile(r"%(rdi|edi|di|dil)\b")
+_CONTROL = re.compile(r"^(?:\S+\s+)?(?:call|jmp|j[a-z]{1,3}|ret|loop\w*|syscall|int|ud2|hlt|\(bad\))\b")
+_SYSCALL_WINDOW = 16  # instructions between the number and the call, at most
+
+
+def only_allowed_system_calls(obj: Path) -> bool:
+    """True when every reference to syscall() in `obj` is a direct call (or jump) shortly after
+    the compiler loaded a number of policy.ALLOWED_SYSTEM_CALLS into the first argument, with
+    nothing in between that touches that register, branches, or is a branch's target, in a
+    function without a jump table. libstdc++ inlines its futex wait and notify that way
+    (std::atomic::wait, std::latch, std::barrier, std::counting_semaphore, std::jthread)."""
+    elf = ElfObject(obj)
+    code = disassembly(obj)
+    found = False
+    for section, relocations in elf.relocations.items():
+        uses = [relocation for relocation in relocations if relocation.target == "syscall"]
+        if not uses:
+            continue
+        instructions = code.get(section, [])
+        starts = [address for address, _ in instructions]
+        targets = {int(branch.group(1), 16) for _, text in instructions if (branch := _DIRECT_BRANCH.match(text))}
+        for relocation in uses:
+            found = True
+            index = bisect.bisect_right(starts, relocation.offset) - 1
+            if relocation.kind not in ("R_X86_64_PLT32", "R_X86_64_PC32") or index < 0 or \
+                    not re.match(r"(?:call|jmp)\s", instructions[index][1]):
+                return False  # its address taken, or not a direct call
+            function = elf.function_at(section, starts[index])
+            if function is None or any(re.search(r"(?:^|\s)jmp\s+\*", text) for address, text in instructions
+                                       if function.value <= address < function.value + max(function.size, 1)):
+                return False
+            number = None
+            for back in range(index, max(index - _SYSCALL_WINDOW, 0) - 1, -1):
+                if back < index:
+                    load = _SYSCALL_NUMBER.match(instructions[back][1])
+                    if load:
+                        number = int(load.group(1), 16)
+                        break
+                    if _FIRST_ARGUMENT.search(instructions[back][1]) or _CONTROL.match(instructions[back][1]):
+                        return False
+                if starts[back] in targets:
+                    return False  # a branch lands between the number and the call
+            if number not in policy.ALLOWED_SYSTEM_CALLS:
+                return False
     return found
 
 
@@ -534,13 +596,15 @@ class ElfObject:
         self.path = obj
         self.sections: dict[str, str] = {}  # name -> flags
         self._names: dict[int, str] = {}
+        applies_to: dict[int, int] = {}  # a relocation section's file offset -> the section it patches
         for line in _run(["readelf", "-S", "-W", str(obj)]).splitlines():
-            match = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s*(\S*)",
-                             line)
+            match = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+"
+                             r"\s+(?:([A-Za-z]+)\s+)?(\d+)\s+(\d+)\s+\d+\s*$", line)
             if match and match.group(1) != "0":
-                flags = match.group(3) if not match.group(3).isdigit() else ""
                 self._names[int(match.group(1))] = match.group(2)
-                self.sections[match.group(2)] = flags
+                self.sections[match.group(2)] = match.group(5) or ""
+                if match.group(3) in ("RELA", "REL"):
+                    applies_to[int(match.group(4), 16)] = int(match.group(7))
         self.symbols: list[ElfSymbol] = []
         for line in _run(["readelf", "-s", "-W", str(obj)]).splitlines():
             fields = line.split()
@@ -557,9 +621,12 @@ class ElfObject:
         self.relocations: dict[str, list[Relocation]] = {}
         current = None
         for line in _run(["readelf", "-r", "-W", str(obj)]).splitlines():
-            head = re.match(r"Relocation section '\.rela?(\S*)'", line)
+            # readelf cuts a long section name short in this heading: the section comes from the
+            # relocation section's own header (found by its offset), which names it in full.
+            head = re.match(r"Relocation section '\.rela?(\S*)' at offset 0x([0-9a-f]+)", line)
             if head:
-                current = self.relocations.setdefault(head.group(1), [])
+                patched = self._names.get(applies_to.get(int(head.group(2), 16), -1), head.group(1))
+                current = self.relocations.setdefault(patched, [])
                 continue
             match = re.match(r"\s*([0-9a-f]+)\s+[0-9a-f]+\s+(R_\w+)\s+[0-9a-f]+\s+(.+?)\s*([+-])\s*([0-9a-f]+)\s*$", line)
             if match and current is not None:
@@ -602,10 +669,12 @@ _NVCC_CALLBACKS = ("_ZL31__nv_cudaEntityRegisterCallbackPPv", "_ZL26__cudaUnregi
 
 def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
     """What the object runs before main(): every function its .init_array (.ctors,
-    .preinit_array) names, and every function those call, may call only what
+    .preinit_array) names, and every function those call (by a relocation, or directly within
+    a section, which the assembler resolves without one), may call only what
     policy.ALLOWED_BEFORE_MAIN lists, make no indirect call and read or write no data but the
     object's own."""
     problems: list[tuple[str, str]] = []
+    cuda = ".cu." in elf.path.name or elf.path.name.endswith(".cu.o")
     todo: list[ElfSymbol] = []
     for section, relocations in elf.relocations.items():
         if not section.startswith(_INIT_SECTIONS):
@@ -615,40 +684,85 @@ def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
             if function is None:
                 problems.append((f"runs {relocation.target} before main()", "no code before main()"))
                 continue
-            if not (function.name == _NVCC_REGISTRATION or function.name.startswith("_GLOBAL__sub_I_")) \
-                    or function.bind != "LOCAL":
+            nvcc = function.name == _NVCC_REGISTRATION and cuda
+            if not (nvcc or function.name.startswith("_GLOBAL__sub_I_")) or function.bind != "LOCAL":
                 problems.append((f"runs {demangle(function.name)} before main() (a function marked constructor)",
                                  "no code before main(): do the work inside the function the test calls"))
                 continue
             todo.append(function)
-    seen: set[str] = set()
+    code = disassembly(elf.path)
+    seen: set[tuple[str, int]] = set()
     while todo:
         function = todo.pop()
-        if function.name in seen or len(seen) > 50:
+        if (function.section, function.value) in seen:
             continue
-        seen.add(function.name)
-        for relocation in elf.relocations.get(function.section, []):
-            if not function.value <= relocation.offset < function.value + max(function.size, 1):
-                continue
+        seen.add((function.section, function.value))
+        end = function.value + max(function.size, 1)
+        relocations = [relocation for relocation in elf.relocations.get(function.section, [])
+                       if function.value <= relocation.offset < end]
+        for relocation in relocations:
             why = _before_main_refused(elf, relocation, todo)
             if why:
                 problems.append((f"runs code before main() that uses {demangle(why)}",
                                  "a global object whose constructor does more than set its own members must "
                                  "become a function-local static (made when first used)"))
-        if function.name == _NVCC_REGISTRATION:
+        instructions = [(address, text) for address, text in code.get(function.section, [])
+                        if function.value <= address < end]
+        relocated = _relocated_instructions(instructions, relocations)
+        for address, text in instructions:
+            branch = _DIRECT_BRANCH.match(text)
+            if branch is None or address in relocated:
+                continue
+            target = int(branch.group(1), 16)
+            if function.value <= target < end:
+                continue  # a branch inside the function
+            callee = elf.function_at(function.section, target)
+            if callee is None:
+                problems.append((f"runs code before main() that branches out of {demangle(function.name)}",
+                                 "no code before main()"))
+            else:
+                todo.append(callee)  # the object's own code, called without a relocation
+        if function.name == _NVCC_REGISTRATION and cuda:
             # nvcc's registration (unoptimised) calls its entity callback through a pointer: that
             # callback is nvcc's too, and checked like the rest (the kernels it registers are
             # only named there, never called).
             todo += [symbol for symbol in elf.symbols if symbol.kind == "FUNC" and symbol.bind == "LOCAL"
                      and symbol.name.startswith(_NVCC_CALLBACKS)]
             continue
-        code = _run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={function.value}",
-                     f"--stop-address={function.value + max(function.size, 1)}", "-j", function.section,
-                     str(elf.path)])
-        if re.search(r"\s(call|jmp)\s+\*", code):
+        if any(_INDIRECT_BRANCH.search(text) for _, text in instructions):
             problems.append((f"runs code before main() that calls through a pointer ({demangle(function.name)})",
                              "no code before main()"))
     return problems
+
+
+_DIRECT_BRANCH = re.compile(r"(?:bnd\s+|notrack\s+)?(?:call|jmp|j[a-z]{1,3}|loop\w*)\s+([0-9a-f]+) <")
+_INDIRECT_BRANCH = re.compile(r"(?:^|\s)(?:call|jmp)\s+\*")
+
+
+def _relocated_instructions(instructions: list[tuple[int, str]], relocations: list[Relocation]) -> set[int]:
+    """The addresses of the instructions that a relocation patches (its offset lies inside them)."""
+    starts = [address for address, _ in instructions]
+    found = set()
+    for relocation in relocations:
+        index = bisect.bisect_right(starts, relocation.offset) - 1
+        if index >= 0:
+            found.add(starts[index])
+    return found
+
+
+def disassembly(obj: Path) -> dict[str, list[tuple[int, str]]]:
+    """{section: [(address, instruction)]} of every code section of an object (objdump -d)."""
+    sections: dict[str, list[tuple[int, str]]] = {}
+    current = None
+    for line in _run(["objdump", "-d", "--no-show-raw-insn", "-w", str(obj)]).splitlines():
+        head = re.match(r"Disassembly of section (\S+):", line)
+        if head:
+            current = sections.setdefault(head.group(1), [])
+            continue
+        match = re.match(r"\s*([0-9a-f]+):\s+(\S.*?)\s*$", line)
+        if match and current is not None:
+            current.append((int(match.group(1), 16), match.group(2)))
+    return sections
 
 
 def _target_function(elf: ElfObject, relocation: Relocation) -> ElfSymbol | None:

@@ -42,6 +42,8 @@ ALLOWED_C_NAMES = {
     "strstr", "strspn", "strcspn", "strerror", "strdup", "strtok", "strtok_r", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
     "strtol", "strtoll", "strtoul", "strtoull", "strtod", "strtof", "strtold", "atoi", "atol", "atoll", "atof",
     "__isoc23_strtol", "__isoc23_strtoll", "__isoc23_strtoul", "__isoc23_strtoull",
+    "stpcpy", "mempcpy", "__stpcpy_chk", "__mempcpy_chk", "__strncat_chk",
+    "sscanf", "vsscanf", "__isoc99_sscanf", "__isoc99_vsscanf", "__isoc23_sscanf", "__isoc23_vsscanf",  # from a string
     "abs", "labs", "llabs", "div", "ldiv", "qsort", "bsearch", "rand", "srand",
     # Formatted output to the program's own stdout and stderr (no way to open another stream).
     "printf", "vprintf", "puts", "putchar", "fprintf", "vfprintf", "fputs", "fputc", "putc", "fwrite", "fflush",
@@ -60,6 +62,7 @@ ALLOWED_C_NAMES = {
     "pthread_cond_clockwait", "pthread_cond_signal", "pthread_cond_broadcast",
     "pthread_key_create", "pthread_key_delete", "pthread_getspecific", "pthread_setspecific",
     "__pthread_key_create", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_unlock",
+    "__once_proxy",  # std::call_once: what pthread_once calls, which runs the callable std::call_once stored
     # The C++ runtime: exceptions (thrown and caught with throw/catch), function-local statics,
     # static destructors, RTTI, thread_local.
     "__cxa_allocate_exception", "__cxa_free_exception", "__cxa_throw", "__cxa_begin_catch", "__cxa_end_catch",
@@ -76,8 +79,34 @@ _MATH = ("sqrt", "cbrt", "hypot", "exp", "exp2", "expm1", "log", "log2", "log10"
          "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "round",
          "lround", "llround", "trunc", "rint", "lrint", "llrint", "nearbyint", "fmod", "remainder", "fmin", "fmax",
          "fma", "frexp", "ldexp", "modf", "erf", "erfc", "tgamma", "lgamma", "copysign", "nextafter", "ilogb",
-         "logb", "scalbn")
+         "logb", "scalbn", "scalbln", "asinh", "acosh", "atanh", "fdim", "remquo", "nan", "nexttoward",
+         "sincos",  # GCC joins sin(x) and cos(x) of one x into one call
+         # std::complex's functions (std::abs, std::exp, std::sqrt, std::pow of a complex number)
+         "cabs", "carg", "cexp", "clog", "csqrt", "cpow", "csin", "ccos", "ctan", "casin", "cacos", "catan", "csinh",
+         "ccosh", "ctanh", "casinh", "cacosh", "catanh", "cproj")
 ALLOWED_C_NAMES |= {name + suffix for name in _MATH for suffix in ("", "f", "l")}
+
+# libgcc's arithmetic, which the compiler calls for what the processor has no instruction for:
+# __int128 division and shifts, std::popcount and other bit counts without -mpopcnt, the product
+# and quotient of std::complex numbers, a power with an integer exponent, conversions between
+# __int128 or _Float16 and floating point. Pure functions of their arguments.
+ALLOWED_C_NAMES |= {
+    "__divti3", "__modti3", "__udivti3", "__umodti3", "__divmodti4", "__udivmodti4", "__multi3", "__ashlti3",
+    "__ashrti3", "__lshrti3", "__negti2", "__cmpti2", "__ucmpti2",
+    "__popcountdi2", "__popcountti2", "__paritydi2", "__parityti2", "__ffsdi2", "__ffsti2", "__clzdi2", "__clzti2",
+    "__ctzdi2", "__ctzti2", "__clrsbdi2", "__clrsbti2", "__bswapdi2", "__bswapsi2",
+    "__mulsc3", "__muldc3", "__mulxc3", "__divsc3", "__divdc3", "__divxc3", "__powisf2", "__powidf2", "__powixf2",
+    "__extendhfsf2", "__extendhfdf2", "__truncsfhf2", "__truncdfhf2", "__fixsfti", "__fixdfti", "__fixxfti",
+    "__fixunssfti", "__fixunsdfti", "__fixunsxfti", "__floattisf", "__floattidf", "__floattixf", "__floatuntisf",
+    "__floatuntidf", "__floatuntixf",
+}
+
+# libc's syscall() with these numbers only (integrity.only_allowed_system_calls reads each call's
+# number from the machine code): libstdc++ inlines it for <atomic>'s wait and notify.
+ALLOWED_SYSTEM_CALLS = {
+    0xca: "futex: std::atomic::wait/notify_*, std::atomic_flag::wait, std::latch, std::barrier, "
+          "std::counting_semaphore, std::jthread's std::stop_token (it waits on a word of memory)",
+}
 
 # C names allowed by prefix: the CUDA runtime (and what nvcc generates for kernels and their
 # registration), cuBLAS and NCCL. Anything else of the CUDA driver's is reached through the runtime.
@@ -114,6 +143,8 @@ ALLOWED_CXX_NAMES = (
     "std::exception::*", "std::bad_alloc::*", "std::bad_array_new_length::*", "std::bad_cast::*",
     "std::bad_function_call::*", "std::bad_optional_access::*", "std::bad_variant_access::*",
     "std::runtime_error::*", "std::logic_error::*", "std::invalid_argument::*", "std::out_of_range::*",
+    "std::future_error::*",  # <future>'s errors (broken promise, no state)
+    "std::nested_exception::*",  # std::throw_with_nested and std::rethrow_if_nested
     "std::length_error::*", "std::domain_error::*", "std::range_error::*", "std::overflow_error::*",
     "std::underflow_error::*", "std::system_error::*", "std::error_category::*", "std::_V2::error_category::*",
     "std::_V2::system_category", "std::_V2::generic_category", "std::system_category", "std::generic_category",
@@ -144,8 +175,10 @@ REFUSED_MANGLED = {"_ZNSt15__exception_ptr13exception_ptrC1EPv", "_ZNSt15__excep
 
 # The kinds of special symbol the compiler makes for a type: allowed when the type is.
 TYPE_SYMBOL_KINDS = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ", "construction vtable for ")
-# What every object that uses RTTI or exceptions of class type refers to.
-ALLOWED_TYPE_SYMBOLS = ("__cxxabiv1::__*_type_info",)
+# What every object that uses RTTI or exceptions of class type refers to; and the type of a
+# cancelled thread's unwinding, which std::condition_variable_any's wait and <future> catch to
+# pass it on.
+ALLOWED_TYPE_SYMBOLS = ("__cxxabiv1::__*_type_info", "__cxxabiv1::__forced_unwind")
 # Built-in types (typeinfo for int, char const*, ...: thrown and caught values).
 FUNDAMENTAL_TYPES = {"void", "bool", "char", "signed char", "unsigned char", "wchar_t", "char8_t", "char16_t",
                      "char32_t", "short", "unsigned short", "int", "unsigned int", "long", "unsigned long",
@@ -157,7 +190,8 @@ INSTEAD = {
     "exit": "throw an exception (e.g. std::runtime_error); the test decides how the program ends",
     "_exit": "throw an exception (e.g. std::runtime_error)", "quick_exit": "throw an exception",
     "_Exit": "throw an exception", "pthread_exit": "return from the thread's function",
-    "getenv": "take what you need as a parameter: the tests set the environment",
+    "getenv": "take what you need as a parameter: the tests set the environment (thrust and cub bring NVTX, "
+              "which reads it and loads a library: #define CCCL_DISABLE_NVTX before including them)",
     "secure_getenv": "take what you need as a parameter", "environ": "take what you need as a parameter",
     "fopen": "print with printf or std::cout; the lesson needs no files",
     "open": "print with printf or std::cout; the lesson needs no files",
@@ -167,16 +201,26 @@ INSTEAD = {
     "scanf": "the lesson reads no input", "std::cin": "the lesson reads no input",
     "system": "the lesson starts no programs", "popen": "the lesson starts no programs",
     "fork": "use std::thread for work on several devices", "wordexp": "the lesson starts no programs",
-    "dlopen": "link what you call; the CUDA runtime, cuBLAS and NCCL are linked already",
-    "dlsym": "call the function by its name", "dl_iterate_phdr": "call the function by its name",
+    "dlopen": "link what you call; the CUDA runtime, cuBLAS and NCCL are linked already (thrust and cub bring "
+              "NVTX, which loads a profiler's library: #define CCCL_DISABLE_NVTX before including them)",
+    "dlsym": "call the function by its name (thrust and cub bring NVTX, which does this: #define "
+             "CCCL_DISABLE_NVTX before including them)", "dl_iterate_phdr": "call the function by its name",
+    "dlclose": "link what you call (#define CCCL_DISABLE_NVTX before including thrust or cub)",
+    "ctime": "print durations with std::chrono (local time reads the environment and files)",
+    "localtime": "print durations with std::chrono (local time reads the environment and files)",
+    "localtime_r": "print durations with std::chrono (local time reads the environment and files)",
     "cudaGetDriverEntryPoint": "call the CUDA runtime function (cuda...) itself",
     "cudaGetDriverEntryPointByVersion": "call the CUDA runtime function (cuda...) itself",
+    "syscall": "use the C++ library (std::thread, std::atomic, ...); of syscall() only the futex of <atomic>'s "
+               "wait and notify is allowed",
     "longjmp": "throw an exception", "setjmp": "throw an exception", "signal": "the tests handle signals",
     "sigaction": "the tests handle signals", "raise": "throw an exception", "kill": "throw an exception",
     "__cxa_init_primary_exception": "throw the exception; inside a catch block std::current_exception() "
-                                    "gives its exception_ptr",
+                                    "gives its exception_ptr (std::async, std::promise and std::packaged_task "
+                                    "make one so in <future>: use std::thread and pass back an std::exception_ptr)",
     "std::make_exception_ptr": "throw the exception; inside a catch block std::current_exception() gives "
-                               "its exception_ptr",
+                               "its exception_ptr (std::async, std::promise and std::packaged_task make one so "
+                               "in <future>: use std::thread and pass back an std::exception_ptr)",
     "std::filesystem": "the lesson needs no files",
     "std::set_terminate": "let the exception reach the test",
 }
@@ -215,14 +259,34 @@ REFUSED_BYTES = (b"N5Catch",)
 REFUSED_INSTRUCTIONS = ("syscall", "sysenter", "int    $0x80")
 
 # Code that runs before main(): the functions an object's .init_array (or .ctors, .preinit_array)
-# names may call these, and nothing else: nvcc's registration of the file's kernels, <iostream>'s
-# stream set-up, and the registration of static destructors. A global object whose constructor
-# does anything more must become a function-local static (made when first used, inside a test).
+# names may call these (mangled names), and nothing else: nvcc's registration of the file's
+# kernels, <iostream>'s stream set-up, the registration of static destructors, and what a global
+# container or string with contents needs to be made. A global object whose constructor does
+# anything more (prints, starts a thread, calls the CUDA runtime, calls through a pointer) must
+# become a function-local static (made when first used, inside a test).
 ALLOWED_BEFORE_MAIN = {
     "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaRegisterFunction", "__cudaRegisterVar",
     "__cudaRegisterManagedVar", "__cudaRegisterTexture", "__cudaRegisterSurface", "__cudaInitModule",
     "__cudaUnregisterFatBinary", "atexit", "__cxa_atexit", "_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev",
     "__dso_handle", "_GLOBAL_OFFSET_TABLE_",
+    # A global std::vector, std::string, std::map, std::unordered_map, std::set or std::list with
+    # contents (`std::vector<int> sizes = {1, 2}`): memory and copies of it, the trees' and hash
+    # tables' own helpers, std::allocator<char> (not inlined unoptimised), and the exceptions a
+    # failure throws (which end the program before main()). A global std::condition_variable.
+    "_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "_ZdlPv", "_ZdlPvm", "_ZdaPv", "_ZdaPvm",
+    "_ZdlPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "memcpy", "memmove", "memset", "memcmp", "strlen", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+    "_ZSt29_Rb_tree_insert_and_rebalancebPSt18_Rb_tree_node_baseS0_RS_",
+    "_ZSt18_Rb_tree_incrementPSt18_Rb_tree_node_base", "_ZSt18_Rb_tree_decrementPSt18_Rb_tree_node_base",
+    "_ZSt18_Rb_tree_incrementPKSt18_Rb_tree_node_base", "_ZSt18_Rb_tree_decrementPKSt18_Rb_tree_node_base",
+    "_ZNKSt8__detail20_Prime_rehash_policy11_M_next_bktEm", "_ZNKSt8__detail20_Prime_rehash_policy14_M_need_rehashEmmm",
+    "_ZSt11_Hash_bytesPKvmm", "_ZNSt8__detail15_List_node_base7_M_hookEPS0_",
+    "_ZNSaIcEC1Ev", "_ZNSaIcEC2Ev", "_ZNSaIcEC1ERKS_", "_ZNSaIcEC2ERKS_", "_ZNSaIcED1Ev", "_ZNSaIcED2Ev",
+    "_ZNSt18condition_variableC1Ev",
+    "_ZSt17__throw_bad_allocv", "_ZSt28__throw_bad_array_new_lengthv", "_ZSt20__throw_length_errorPKc",
+    "_ZSt19__throw_logic_errorPKc", "_ZSt20__throw_out_of_rangePKc", "_ZSt24__throw_out_of_range_fmtPKcz",
+    "_ZSt21__glibcxx_assert_failPKciS0_S0_", "__cxa_throw_bad_array_new_length", "_ZSt9terminatev",
+    "_Unwind_Resume", "__cxa_begin_catch", "__cxa_end_catch", "__cxa_rethrow",
 }
 
 # Sections of a student object: these names (exactly, or followed by '.' and anything) and no
@@ -233,5 +297,6 @@ ALLOWED_SECTIONS = (
     ".note.gnu.property", ".comment", ".group", ".debug_info", ".debug_abbrev", ".debug_aranges",
     ".debug_line", ".debug_line_str", ".debug_str", ".debug_loclists", ".debug_rnglists", ".debug_loc",
     ".debug_ranges", ".debug_frame", ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", "__nv_module_id",
+    "__nv_managed_data__",  # nvcc's: the host side of a __managed__ variable (data, never code)
     ".symtab", ".strtab", ".shstrtab", ".rela", ".rel", ".note",
 )

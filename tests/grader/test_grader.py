@@ -778,7 +778,7 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     "exit_zero": "uses exit (not on the list of what student code may use",
     "setsid_sleeper": "uses fork",
     "huge_output": "printed more than the 8 MB allowed",
-    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    "fake_inventory": "runs code before main() that uses fprintf",  # its global's initialiser prints
     # The classes of issue 29 (round 2): code before main(), an unlisted libc function, a hidden
     # system call, a COMDAT replacement, a hand-made exception, files read by the build, a build
     # without limits, a look around the machine.
@@ -790,6 +790,10 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     "incbin_solution": "uses an assembler .incbin",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "uses access",
+    # Round 3: the walk of the code before main() follows the object's own calls that need no
+    # relocation; syscall() is allowed only with the futex number.
+    "early_thread": "runs code before main() that uses std::thread::",
+    "syscall_write": "uses syscall (not on the list of what student code may use",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
@@ -799,6 +803,7 @@ RUNTIME_REASONS = {  # attack -> what the report says when only the run-time def
     "handmade_exception": "the test framework's own control exception",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
+    "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
 }
 
 
@@ -877,16 +882,18 @@ class AttackTests(unittest.TestCase):
             self.assertTrue(row["01-passing status"].startswith(row["problem"][len("01-passing: "):]), attack)
 
     def test_a_correct_file_written_the_way_students_write_is_accepted(self):
-        """attacks/correct/plausible: what the allowlists must let through, with full marks."""
-        done = run_grader("--submission", str(HERE / "attacks" / "correct" / "plausible"), "--out",
-                          str(TMP / "plausible-grade"), "--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
+        """attacks/correct/*: what the allowlists must let through, with full marks (plausible: the
+        everyday C++; modern: C++20 threads, global containers, libgcc's and libm's arithmetic)."""
+        done = run_grader("--batch", str(HERE / "attacks" / "correct"), "--out", str(TMP / "plausible-grade"),
+                          "--lessons", "01", "--build-dir", str(TMP / "attacks-build"))
         self.assertEqual(done.returncode, 0, done.stderr)
-        report = (TMP / "plausible-grade" / "report.txt").read_text()
-        self.assertIn("5/5", " ".join(table_row(report, "01-passing")), report)
-        self.assertNotIn("refused", report)
+        for student in ("plausible", "modern"):
+            report = self.report("plausible-grade", student)
+            self.assertIn("5/5", " ".join(table_row(report, "01-passing")), report)
+            self.assertNotIn("refused", report)
 
     def test_the_grader_counts_gpus_itself(self):
-        record = json.loads((TMP / "attacks-grade" / "fake_inventory" / "machine.json").read_text())
+        record = json.loads((TMP / "attacks-runtime-grade" / "fake_inventory" / "machine.json").read_text())
         self.assertEqual((record["gpu_count"], record["gpus"]), (0, []))  # not the 8 the student's code printed
 
     def test_runtime_defences_without_object_checks(self):
