@@ -191,7 +191,7 @@ INSTEAD = {
     "_exit": "throw an exception (e.g. std::runtime_error)", "quick_exit": "throw an exception",
     "_Exit": "throw an exception", "pthread_exit": "return from the thread's function",
     "getenv": "take what you need as a parameter: the tests set the environment (thrust and cub bring NVTX, "
-              "which reads it and loads a library: #define CCCL_DISABLE_NVTX before including them)",
+              "which reads it and loads a library: build with -DCCCL_DISABLE_NVTX, as the course does)",
     "secure_getenv": "take what you need as a parameter", "environ": "take what you need as a parameter",
     "fopen": "print with printf or std::cout; the lesson needs no files",
     "open": "print with printf or std::cout; the lesson needs no files",
@@ -202,10 +202,10 @@ INSTEAD = {
     "system": "the lesson starts no programs", "popen": "the lesson starts no programs",
     "fork": "use std::thread for work on several devices", "wordexp": "the lesson starts no programs",
     "dlopen": "link what you call; the CUDA runtime, cuBLAS and NCCL are linked already (thrust and cub bring "
-              "NVTX, which loads a profiler's library: #define CCCL_DISABLE_NVTX before including them)",
-    "dlsym": "call the function by its name (thrust and cub bring NVTX, which does this: #define "
-             "CCCL_DISABLE_NVTX before including them)", "dl_iterate_phdr": "call the function by its name",
-    "dlclose": "link what you call (#define CCCL_DISABLE_NVTX before including thrust or cub)",
+              "NVTX, which loads a profiler's library: build with -DCCCL_DISABLE_NVTX, as the course does)",
+    "dlsym": "call the function by its name (thrust and cub bring NVTX, which does this: build with "
+             "-DCCCL_DISABLE_NVTX, as the course does)", "dl_iterate_phdr": "call the function by its name",
+    "dlclose": "link what you call (the course builds with -DCCCL_DISABLE_NVTX)",
     "ctime": "print durations with std::chrono (local time reads the environment and files)",
     "localtime": "print durations with std::chrono (local time reads the environment and files)",
     "localtime_r": "print durations with std::chrono (local time reads the environment and files)",
