@@ -344,6 +344,12 @@ def _record_status(record: dict) -> tuple[str, str]:
     return status, message
 
 
+def stand_in(case: TestCase, status: str, message: str, gpus: int | None) -> CaseResult:
+    """The result of a case that could not run (its lesson did not build, was refused, ...): lost
+    with `message`, or ungraded where the machine lacks the GPUs it needs."""
+    return judge_skip(CaseResult(case, status, message), gpus)
+
+
 def judge_skip(result: CaseResult, gpus: int | None) -> CaseResult:
     """The grader's rule for skips, with its own GPU count `gpus`: a case is ungraded exactly when
     its [gpus:G] tag asks for more GPUs than that; any other skip is a failure. With gpus None

@@ -193,12 +193,8 @@ class Grader:
         """A lesson whose program cannot run: its known cases are worth 0, with `message`."""
         grade = LessonGrade(lesson, problem=message, problem_status=status, log=log)
         for case in self._baseline.cases(lesson) or []:
-            grade.results.append(self._stand_in(case, status, message))
+            grade.results.append(runner.stand_in(case, status, message, self.run.gpus))
         return grade
-
-    def _stand_in(self, case: runner.TestCase, status: str, message: str) -> runner.CaseResult:
-        """The result of a case that could not run: ungraded if this machine lacks its GPUs."""
-        return runner.judge_skip(runner.CaseResult(case, status, message), self.run.gpus)
 
     # ------------------------------------------------------------------ helpers
 
@@ -266,8 +262,7 @@ def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.C
     except runner.ChannelError as error:
         message = f"the results of {lesson.target} cannot be trusted: {error}"
         grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)
-        grade.results = [runner.judge_skip(runner.CaseResult(case, INVALID, message), how.run.gpus)
-                         for case in listing.cases]
+        grade.results = [runner.stand_in(case, INVALID, message, how.run.gpus) for case in listing.cases]
         grade.findings.append(f"result channel: {error}")
         return grade
     for case, result in zip(listing.cases, results):

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from limited_run import Limits, run_limited
 
-SETUP_OPTIONS = ["-Donly_lessons=true", "-Dgrader_listing=true"]  # the lesson programs; the student's assembly kept
+LISTING_OPTION = "-Dgrader_listing=true"  # the student's assembly kept (integrity.py reads it); ./course sets it too
+SETUP_OPTIONS = ["-Donly_lessons=true", LISTING_OPTION]  # the lesson programs only
 ERROR_LINES_SHOWN = 2
 # "f.cpp:5:3: error: ...", "f.cu(12): error: ...", "error #20: ...", "fatal error: ...", and the linker's
 _ERROR = re.compile(r"(^|[\s:)])(fatal )?error( #?\w+)?\s?:|undefined reference|multiple definition",
