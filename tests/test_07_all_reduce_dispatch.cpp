@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 07 tests, task 4: the dispatcher and its measured crossover. Which algorithm ran is seen
-// in the scratch: the one-shot publishes every input there, the ring never touches it, so a
-// poisoned scratch that stays poisoned means the ring ran. The crossover rule is checked on
+// Lesson 07 tests, task 5: the dispatcher and its measured limits. Which algorithm ran is seen
+// in the scratches: the event one-shot publishes every input into `scratch`, the kernel one-shot
+// into `kernel_scratch`, the ring touches neither, so a poisoned scratch that stays poisoned
+// says who did not run. The crossover rule is checked on
 // made-up timing tables; the measurement on one GPU is checked for its shape, never its numbers.
 #include <cuda_runtime.h>
 
@@ -22,21 +23,24 @@ using namespace lesson07_tests;
 
 namespace {
 
-// How many floats of each worker's scratch[0, count) are no longer poisoned.
-std::size_t scratch_written(const AllReduceWorkspace& workspace, std::size_t count) {
+// How many floats of each worker's scratch[0, count) (or of its whole kernel_scratch, both halves)
+// are no longer poisoned.
+std::size_t scratch_written(const AllReduceWorkspace& workspace, std::size_t count, bool kernel_scratch = false) {
   std::size_t written = 0;
   for (const Worker& worker : workspace.workers)
-    for (const float v : course::testing::read_back(worker.scratch.data(), worker.device, count))
+    for (const float v : kernel_scratch ? course::testing::read_back(worker.kernel_scratch.data(), worker.device,
+                                                                     worker.kernel_scratch.size())
+                                        : course::testing::read_back(worker.scratch.data(), worker.device, count))
       written += course::is_poisoned(v) ? 0 : 1;
   return written;
 }
 
 }  // namespace
 
-// ---- Task 4 ---------------------------------------------------------------------------------
+// ---- Task 5 ---------------------------------------------------------------------------------
 
 TEST_CASE("the crossover is the smallest count from which the ring stays faster",
-          "[07-all-reduce][task:4][gpus:0][points:1]") {
+          "[07-all-reduce][task:5][gpus:0][points:1]") {
   const std::vector<AlgorithmTiming> ring_wins_late = {
       {8, 0.010, 0.030}, {1024, 0.012, 0.011}, {65536, 0.020, 0.025}, {1 << 20, 0.080, 0.050}, {1 << 24, 1.2, 0.6}};
   CHECK(crossover_from(ring_wins_late) == std::size_t{1} << 20);  // not 1024: the ring lost again at 65536
@@ -47,13 +51,33 @@ TEST_CASE("the crossover is the smallest count from which the ring stays faster"
   const std::vector<AlgorithmTiming> tie_at_the_end = {{8, 0.03, 0.02}, {1024, 0.04, 0.04}};
   CHECK(crossover_from(tie_at_the_end) == kRingNeverWins);  // a tie is not faster
   CHECK_THROWS_AS(crossover_from({}), std::invalid_argument);
+  // With the kernel one-shot measured, the ring must beat it too.
+  const std::vector<AlgorithmTiming> kernel_wins_small = {
+      {8, 0.030, 0.020, 0.005}, {1024, 0.040, 0.030, 0.035}, {65536, 0.060, 0.050, 0.055}};
+  CHECK(crossover_from(kernel_wins_small) == 1024);  // not 8: the kernel one-shot beats the ring there
+  const std::vector<AlgorithmTiming> kernel_always = {{8, 0.030, 0.020, 0.010}, {1024, 0.040, 0.030, 0.020}};
+  CHECK(crossover_from(kernel_always) == kRingNeverWins);
+}
+
+TEST_CASE("the kernel one-shot's limit is the smallest count from which it stays no faster than the event one-shot",
+          "[07-all-reduce][task:5][gpus:0][points:1]") {
+  const std::vector<AlgorithmTiming> kernel_wins_small = {
+      {8, 0.030, 0.020, 0.005}, {1024, 0.040, 0.030, 0.041}, {65536, 0.060, 0.050, 0.055}, {1 << 20, 0.2, 0.1, 0.2}};
+  CHECK(one_kernel_below_from(kernel_wins_small) == std::size_t{1} << 20);  // it won again at 65536
+  const std::vector<AlgorithmTiming> kernel_always = {{8, 0.03, 0.02, 0.01}, {1024, 0.04, 0.03, 0.02}};
+  CHECK(one_kernel_below_from(kernel_always) == kNeverFromHere);
+  const std::vector<AlgorithmTiming> kernel_never = {{8, 0.03, 0.02, 0.04}, {1024, 0.04, 0.03, 0.04}};
+  CHECK(one_kernel_below_from(kernel_never) == 8);  // a tie is not faster
+  const std::vector<AlgorithmTiming> not_measured = {{8, 0.03, 0.02}, {1024, 0.04, 0.03}};
+  CHECK(one_kernel_below_from(not_measured) == 8);  // never measured: never chosen
+  CHECK_THROWS_AS(one_kernel_below_from({}), std::invalid_argument);
 }
 
 TEST_CASE("the dispatcher runs the one-shot below the crossover and the ring from it on",
-          "[07-all-reduce][task:4][gpus:1][points:2]") {
+          "[07-all-reduce][task:5][gpus:1][points:2]") {
   require_gpus(1);
   AllReduceWorkspace workspace(repeated(0, 3), 4096);
-  CHECK(workspace.crossover_count == kDefaultCrossoverCount);  // until task 4 measures one
+  CHECK(workspace.crossover_count == kDefaultCrossoverCount);  // until task 5 measures one
   workspace.crossover_count = 1000;
   CHECK(choose_algorithm(workspace, 0) == Algorithm::one_shot);
   CHECK(choose_algorithm(workspace, 999) == Algorithm::one_shot);
@@ -77,8 +101,42 @@ TEST_CASE("the dispatcher runs the one-shot below the crossover and the ring fro
   }
 }
 
-TEST_CASE("measuring the crossover times both algorithms at every count and keeps the crossover in the workspace",
-          "[07-all-reduce][task:4][gpus:1][points:1]") {
+TEST_CASE(
+    "the dispatcher runs the kernel one-shot below its limit, the event one-shot up to the crossover, the ring after",
+    "[07-all-reduce][task:5][gpus:1][points:1][concurrent]") {
+  require_gpus(1);
+  AllReduceWorkspace workspace(repeated(0, 3), 4096);
+  CHECK(workspace.one_kernel_below == 0);  // until task 5 measures one: never the kernel one-shot
+  workspace.crossover_count = 1000;
+  workspace.one_kernel_below = 100;
+  CHECK(choose_algorithm(workspace, 0) == Algorithm::one_kernel);
+  CHECK(choose_algorithm(workspace, 99) == Algorithm::one_kernel);
+  CHECK(choose_algorithm(workspace, 100) == Algorithm::one_shot);
+  CHECK(choose_algorithm(workspace, 1000) == Algorithm::ring);
+  workspace.one_kernel_below = kNeverFromHere;
+  CHECK(choose_algorithm(workspace, 999) == Algorithm::one_kernel);
+  CHECK(choose_algorithm(workspace, 1000) == Algorithm::ring);  // the ring's crossover comes first
+  CHECK(choose_algorithm(workspace, 4097) == Algorithm::ring);  // the scratch holds 4096 floats
+  workspace.one_kernel_below = 100;
+  for (const std::size_t count : {std::size_t{5}, std::size_t{99}, std::size_t{100}, std::size_t{1000}}) {
+    Buffers buffers(workspace, count, case_seed(405 + count));
+    poison_scratch(workspace);
+    all_reduce(workspace, buffers.pointers, count);
+    wait_for_workers(workspace);
+    buffers.check("all_reduce with the kernel one-shot below 100 and the ring from 1000, count " +
+                  std::to_string(count));
+    const bool kernel_ran = scratch_written(workspace, count, true) > 0,
+               events_ran = scratch_written(workspace, count) > 0;
+    INFO("count " << count << ", kernel one-shot below 100, ring from 1000: the kernel one-shot "
+                  << (kernel_ran ? "ran" : "did not run") << ", the event one-shot "
+                  << (events_ran ? "ran" : "did not run"));
+    CHECK(kernel_ran == (count < 100));
+    CHECK(events_ran == (count >= 100 && count < 1000));
+  }
+}
+
+TEST_CASE("measuring the crossover times the three algorithms at every count and keeps both limits in the workspace",
+          "[07-all-reduce][task:5][gpus:1][points:1][concurrent]") {
   require_gpus(1);
   AllReduceWorkspace workspace(repeated(0, 2), std::size_t{1} << 20);
   Buffers buffers(workspace, std::size_t{1} << 20, case_seed(410));
@@ -91,9 +149,12 @@ TEST_CASE("measuring the crossover times both algorithms at every count and keep
     CHECK(rows[i].count == counts[i]);
     CHECK(rows[i].one_shot_ms > 0);
     CHECK(rows[i].ring_ms > 0);
+    CHECK(rows[i].one_kernel_ms > 0);
   }
   CHECK(workspace.crossover_count == crossover_from(rows));
+  CHECK(workspace.one_kernel_below == one_kernel_below_from(rows));
   workspace.crossover_count = 12345;
+  workspace.one_kernel_below = 54321;
   const std::vector<std::size_t> none, descending = {4096, 256}, with_zero = {0, 256},
                                        too_large = {256, (std::size_t{1} << 20) + 1};
   CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, none), std::invalid_argument);
@@ -103,4 +164,5 @@ TEST_CASE("measuring the crossover times both algorithms at every count and keep
   CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, counts, 1, 0), std::invalid_argument);
   CHECK_THROWS_AS(measure_crossover(workspace, buffers.pointers, counts, -1, 5), std::invalid_argument);
   CHECK(workspace.crossover_count == 12345);  // a rejected request changes nothing
+  CHECK(workspace.one_kernel_below == 54321);
 }

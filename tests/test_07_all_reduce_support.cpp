@@ -134,13 +134,14 @@ std::vector<std::vector<float>> nccl_sums(const Buffers& buffers) {
 }
 
 void wait_for_workers(const AllReduceWorkspace& workspace) {
-  for (const Worker& worker : workspace.workers) worker.stream.synchronize();
+  lesson07::synchronize(workspace);  // and a kernel one-shot that gave up throws, with why
 }
 
 void poison_scratch(const AllReduceWorkspace& workspace) {
   for (const Worker& worker : workspace.workers) {
     const course::DeviceGuard on_device(worker.device);
     course::poison_device(worker.scratch.data(), worker.scratch.bytes());
+    course::poison_device(worker.kernel_scratch.data(), worker.kernel_scratch.bytes());
   }
 }
 
@@ -210,6 +211,13 @@ lesson07::PeerSum LaunchDevices::sum() {
   return [this](const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream) {
     note("a one-shot sum", stream);
     enqueue_sum_of_peers(sources, out, n, stream);
+  };
+}
+
+lesson07::OneKernelLaunch LaunchDevices::kernel() {
+  return [this](const OneKernelArgs& args, cudaStream_t stream) {
+    note("a kernel one-shot's kernel", stream);
+    enqueue_one_kernel(args, stream);
   };
 }
 

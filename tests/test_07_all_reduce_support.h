@@ -77,10 +77,10 @@ struct Buffers {
 // distinct): each rank's sum, read back.
 std::vector<std::vector<float>> nccl_sums(const Buffers& buffers);
 
-// Waits for every worker's stream.
+// Waits for every worker's stream (lesson07::synchronize: a kernel one-shot that gave up throws).
 void wait_for_workers(const lesson07::AllReduceWorkspace& workspace);
 
-// Poisons every worker's scratch, synchronously.
+// Poisons every worker's scratch and kernel scratch, synchronously.
 void poison_scratch(const lesson07::AllReduceWorkspace& workspace);
 
 // A host function that sleeps `delay` on `stream`: everything after it on that stream waits.
@@ -111,6 +111,7 @@ class LaunchDevices : public course::testing::LaunchDevices {
  public:
   lesson07::RingStep step();
   lesson07::PeerSum sum();
+  lesson07::OneKernelLaunch kernel();
 };
 
 // An all-reduce under test that launches through a LaunchDevices' step or sum.

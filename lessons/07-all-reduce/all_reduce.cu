@@ -3,8 +3,9 @@
 //
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
 // ordered across workers by events alone, the cost model that says why a ring, a one-shot kernel
-// that reads every peer's published copy at once, and a dispatcher that picks one by size from a
-// measured crossover. Every call enqueues and returns, as NCCL's do.
+// that reads every peer's published copy at once, the same one-shot as one kernel per worker that
+// orders itself through flags in its peers' memory, and a dispatcher that picks one by size from
+// measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -13,7 +14,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cuda/atomic>
+#include <cuda/std/chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -124,28 +129,64 @@ void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> 
 
 // ---- Task 4 -------------------------------------------------------------------------------------
 
-Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
-  // TODO(task 4): one-shot below the crossover (where it fits), ring from there on.
+// TODO(task 4): your kernel here: wait for the previous call's readers, publish your slice, tell
+// your peers in their memory, wait for theirs, sum, and say you are done reading (README, task 4).
+int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
+  // TODO(task 4): every block of every worker resident at once (your kernel's occupancy).
   (void)workspace;
   (void)count;
   NOT_IMPLEMENTED("task 4");
 }
 
-void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
-  // TODO(task 4): run the algorithm choose_algorithm picks.
+void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream) {
+  // TODO(task 4): launch your kernel with args.blocks blocks.
+  (void)args;
+  (void)stream;
+  NOT_IMPLEMENTED("task 4");
+}
+
+void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
+                           const OneKernelLaunch& launch) {
+  // TODO(task 4): the checks, then one launch per worker with its device current, nothing else.
   (void)workspace;
   (void)buffers;
   (void)count;
+  (void)launch;
   NOT_IMPLEMENTED("task 4");
 }
 
+// ---- Task 5 -------------------------------------------------------------------------------------
+
+Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
+  // TODO(task 5): the ring from the crossover (or where the scratch cannot hold it); below it, the
+  // kernel one-shot below one_kernel_below and the event one-shot from there.
+  (void)workspace;
+  (void)count;
+  NOT_IMPLEMENTED("task 5");
+}
+
+void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
+  // TODO(task 5): run the algorithm choose_algorithm picks.
+  (void)workspace;
+  (void)buffers;
+  (void)count;
+  NOT_IMPLEMENTED("task 5");
+}
+
+// TODO(task 5): the smallest count from which the ring stays faster than both one-shots (the
+// header says exactly); a helper both limits share may go here.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
-  // TODO(task 4): the smallest count from which the ring stays faster (the header says exactly).
   (void)rows;
-  NOT_IMPLEMENTED("task 4");
+  NOT_IMPLEMENTED("task 5");
 }
 
-// TODO(task 4): time both algorithms at every count and store the crossover; helpers go here.
+std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
+  // TODO(task 5): the smallest count from which the kernel one-shot stays no faster than the event one-shot.
+  (void)rows;
+  NOT_IMPLEMENTED("task 5");
+}
+
+// TODO(task 5): time the three algorithms at every count and store both limits; helpers go here.
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,
                                                std::span<const std::size_t> counts, int warmup, int repeats) {
   (void)workspace;
@@ -153,7 +194,7 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
   (void)counts;
   (void)warmup;
   (void)repeats;
-  NOT_IMPLEMENTED("task 4");
+  NOT_IMPLEMENTED("task 5");
 }
 
 }  // namespace lesson07

@@ -6,16 +6,20 @@
 // every worker (a device and a stream; a device may appear more than once, so {0, 0, 0} is three
 // workers on GPU 0) holds `count` floats, and afterwards every worker holds the element-wise sum
 // of all of them, in place. First as a ring (reduce-scatter, then all-gather), then as a one-shot
-// kernel that reads every peer directly, then a dispatcher that picks one by size. Every call is
-// asynchronous, like NCCL's: it enqueues on the workers' streams and returns; the caller waits.
+// kernel that reads every peer directly (ordered by events), then as one kernel per worker that
+// orders itself through flags in its peers' memory, then a dispatcher that picks one by size.
+// Every call is asynchronous, like NCCL's: it enqueues on the workers' streams and returns; the
+// caller waits.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/buffers.h"
@@ -31,8 +35,35 @@ constexpr int kMaxWorkers = 8;
 // The one-shot's default limit: 16 Mi floats (64 MiB) of scratch per worker.
 constexpr std::size_t kDefaultOneShotMaxCount = std::size_t{1} << 24;
 
-// The dispatcher's crossover before task 4 measures one: 128 Ki floats (512 KiB).
+// The dispatcher's crossover before task 5 measures one: 128 Ki floats (512 KiB).
 constexpr std::size_t kDefaultCrossoverCount = std::size_t{1} << 17;
+
+// Task 4 (the one-shot as one kernel): what a worker's kernel and its peers' kernels tell each other,
+// in that worker's own memory (zeroed when the workspace is made). Every value is a call number:
+// each worker counts its kernel one-shot calls on the GPU, and call e writes e (an epoch: a flag is
+// never reset, so a flag of an earlier call can never be taken for this one).
+constexpr int kMaxBlocks = 128;  // the most blocks one worker's kernel runs (each has flags of its own)
+struct Signals {
+  unsigned long long arrived[kMaxBlocks][kMaxWorkers];  // [b][j]: peer j's block b has published its slice of call e
+  unsigned long long finished[kMaxWorkers];  // [j]: peer j has read all this worker's kernel scratch of call e
+  unsigned long long calls;                  // this worker's kernel one-shot calls so far (its own kernel's)
+  unsigned int blocks_done;                  // this worker's blocks done in the current call (then 0 again)
+};
+
+// Where a kernel that gave up waiting says so: one per worker, in pinned host memory the kernel
+// writes directly and the host reads without waiting for the GPU. `call` = 0: it never gave up.
+struct GiveUp {
+  unsigned long long call = 0;  // the call (this worker's count) in which it gave up; written last
+  int peer = 0;                 // the worker it waited for
+  int block = 0;                // the block that waited
+  int waiting_for = 0;          // 0: the peer's arrival (its slice published), 1: the peer's "finished reading"
+};
+
+// The floats in each half of a kernel scratch: `count` rounded up to a multiple of 4, so that the
+// second half starts 16-byte aligned too.
+constexpr std::size_t kernel_half(std::size_t count) {
+  return (count + 3) / 4 * 4;
+}
 
 // One worker of an all-reduce. Everything here belongs to `device`; the events are made with
 // cudaEventDisableTiming (ordering only).
@@ -48,6 +79,11 @@ struct Worker {
   course::Event published;              // free for you to record once the input is copied to scratch
   course::Event read_done;              // free for you to record once every peer's scratch is read
   course::DeviceBuffer<float> scratch;  // scratch_count floats: where this worker publishes its input
+  // One kernel (task 4): a scratch of its own (so the two one-shots never share one), in two halves
+  // of kernel_half(scratch_count) floats (call e publishes into half e % 2), and the flags its peers
+  // write into this worker's memory, zeroed here.
+  course::DeviceBuffer<float> kernel_scratch;  // 2 x kernel_half(scratch_count) floats
+  course::DeviceBuffer<Signals> signals;       // one Signals
 };
 
 // Everything an all-reduce over `devices` needs, made once before any timing: one Worker per
@@ -65,8 +101,45 @@ struct AllReduceWorkspace {
 
   std::vector<Worker> workers;
   std::size_t one_shot_max_count;  // the largest count the one-shot takes (each scratch holds this many floats)
-  // Task 4: the dispatcher runs the ring for count >= crossover_count, the one-shot below it.
+  // Task 4: how long a kernel waits for a peer before it gives up (the tests shorten it), and where
+  // each worker's kernel reports that it did: give_ups[k] for worker k, in pinned host memory.
+  std::chrono::nanoseconds patience = std::chrono::seconds(5);
+  course::PinnedBuffer<GiveUp> give_ups;
+  // Task 5: the dispatcher runs the ring for count >= crossover_count; below it, the kernel
+  // one-shot for count < one_kernel_below and the event one-shot from there.
   std::size_t crossover_count = kDefaultCrossoverCount;
+  std::size_t one_kernel_below = 0;
+};
+
+// Given. Waits for every worker's stream, then throws std::runtime_error, with what gave_up()
+// says, if a kernel one-shot gave up waiting (the GPU has no other way to fail a call that has
+// already returned). Leaves the caller's current device as it was.
+void synchronize(const AllReduceWorkspace& workspace);
+
+// Given. "" when no worker's kernel has given up; otherwise which worker waited for which peer in
+// which call and for what. Reads the pinned reports without waiting for the GPU.
+std::string gave_up(const AllReduceWorkspace& workspace);
+
+// Given: `calls` all-reduce calls made by `call`, captured once into one CUDA graph over every
+// worker's stream (worker 0's stream forks into the others and joins them back), and replayed
+// by launch() as often as you like: the host then makes one cudaGraphLaunch and a few event
+// calls per replay, however many workers and kernels the calls hold. What a call decides on the
+// host (its arguments, a count read from the workspace) is fixed at capture: only what the GPU
+// reads from memory changes from one replay to the next.
+class CapturedCalls {
+ public:
+  CapturedCalls(AllReduceWorkspace& workspace, const std::function<void()>& call, int calls = 1);
+  ~CapturedCalls();
+  CapturedCalls(const CapturedCalls&) = delete;
+  CapturedCalls& operator=(const CapturedCalls&) = delete;
+  // Enqueues one replay: it starts after what every worker's stream holds, and every worker's
+  // stream waits for it, like a plain call. Returns without waiting.
+  void launch();
+
+ private:
+  AllReduceWorkspace& workspace_;
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<course::Event> joins_;  // one per worker: its stream's work so far, or the replay's end
 };
 
 // Every all-reduce below takes the same arguments: `buffers[k]` holds `count` floats in the memory
@@ -78,19 +151,21 @@ struct AllReduceWorkspace {
 //    nor a cudaMemcpy that waits). The caller waits for the streams, as with NCCL.
 //  - starts on worker k only after what the caller enqueued on workers[k].stream before the call,
 //    and whatever the caller enqueues on workers[k].stream after the call runs only once buffer k
-//    holds the sum AND no other worker still reads buffer k: the caller may then overwrite it. Cross-worker order comes
-//    only from events and cudaStreamWaitEvent.
+//    holds the sum AND no other worker still reads buffer k: the caller may then overwrite it.
+//    Cross-worker order comes only from events and cudaStreamWaitEvent (in the kernel one-shot of
+//    task 4, from the flags its kernels write into each other's memory).
 //  - launches every kernel with its worker's device current, and leaves the caller's current
 //    device as it was.
 //  - throws std::invalid_argument, before any CUDA call, when buffers.size() != W or a buffer is
 //    nullptr while count > 0. A course::DeviceGuard is a CUDA call (it calls cudaGetDevice and
 //    cudaSetDevice): check first, then make it. "Nothing to do" (count = 0, one worker) comes after
 //    these checks: a list that does not fit the workers is rejected for count = 0 too.
-//  - may follow any other of these calls on the same workspace and buffers, ring or one-shot in any
-//    mix (the dispatcher does): each call starts on worker k after everything already on its stream,
-//    the previous call included, and hands buffer k back only when no worker reads it any more; the
-//    ring never touches the scratch, the one-shot guards its scratch with its own events (read_done)
-//    from one one-shot call to the next, and the two algorithms record different events.
+//  - may follow any other of these calls on the same workspace and buffers, in any mix (the
+//    dispatcher does): each call starts on worker k after everything already on its stream, the
+//    previous call included, and hands buffer k back only when no worker reads it any more; the
+//    ring never touches a scratch, the one-shot guards its scratch with its own events (read_done)
+//    from one one-shot call to the next, the kernel one-shot has a scratch and flags of its own,
+//    and no two algorithms record the same events.
 
 // ---- Task 1: the ring ------------------------------------------------------------------------------
 
@@ -193,43 +268,120 @@ using PeerSum = std::function<void(const PeerSources& sources, float* out, std::
 void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
                          const PeerSum& sum = enqueue_sum_of_peers);
 
-// ---- Task 4: choose --------------------------------------------------------------------------------
+// ---- Task 4: the one-shot as one kernel ----------------------------------------------------------
 
-enum class Algorithm { one_shot, ring };
+// What worker k's kernel gets in one call of one_kernel_all_reduce: the same for every worker but
+// `worker` and `buffer`.
+struct OneKernelArgs {
+  int worker = 0;             // k
+  int workers = 0;            // W (2 to kMaxWorkers)
+  float* buffer = nullptr;    // buffers[k]: this worker's input, and where its sum goes
+  std::size_t count = 0;      // floats (1 or more)
+  int blocks = 0;             // the grid every worker's kernel runs: one_kernel_blocks(workspace, count)
+  long long patience_ns = 0;  // workspace.patience
+  GiveUp* give_up = nullptr;  // &workspace.give_ups[k]
+  std::size_t half = 0;       // floats in each half of a kernel scratch: kernel_half(workspace.one_shot_max_count)
+  float* scratch[kMaxWorkers] = {};    // workers[j].kernel_scratch for j < W, in worker order
+  Signals* signals[kMaxWorkers] = {};  // workers[j].signals for j < W, in worker order
+};
+
+// Task 4. How many blocks every worker's kernel runs for `count` floats: at least 1, at most
+// kMaxBlocks, no more than the count needs, and few enough that every block of every worker
+// sharing a GPU is resident on it at once (the blocks of one worker wait for the blocks of the
+// others: a block that cannot start until a waiting block ends would wait forever). Know it from
+// your kernel's occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor x the GPU's SMs), shared
+// between the workers listed on the same GPU, on every listed GPU. The same for every worker.
+int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count);
+
+// Task 4. Enqueues on `stream` (of the current device; args.worker's) worker k's kernel of one
+// call: a grid of args.blocks blocks, whose block b, with e = this worker's signals->calls + 1
+// (the call number; the kernel itself moves `calls` to e when the call is done), the half
+// e % 2 of every kernel scratch (it starts args.half * (e % 2) floats in), and the slice b of
+// [0, count) in which slice boundaries are the same on every worker:
+//  1. waits until every peer j has finished reading this half of this worker's scratch, which
+//     call e - 2 used last (signals[k]->finished[j] >= e - 2, written by j: two calls back, so
+//     that a peer a call behind never holds this call up);
+//  2. copies its slice of `buffer` into its half of scratch[k];
+//  3. tells every peer j that it did: signals[j]->arrived[b][k] = e, in j's memory, only once the
+//     copy is visible to j (a release at system scope: a flag must never overtake its data);
+//  4. waits until every peer j's block b told it the same (signals[k]->arrived[b][j] >= e,
+//     an acquire at system scope);
+//  5. writes into `buffer` its slice of scratch[0] + scratch[1] + ... + scratch[W-1] (their half
+//     e % 2), added in worker order in float from the first (the same bits as the event one-shot);
+//  6. and once every block of this worker has read its slices, one of them tells every peer j
+//     signals[j]->finished[k] = e (after the reads: a release), then moves signals[k]->calls to e.
+// A wait (steps 1 and 4) that lasts longer than args.patience_ns gives up: the kernel writes
+// *args.give_up (call e, the peer, the block, what it waited for), writes nothing into `buffer`,
+// and ends. W >= 2 and count >= 1 always. Launched with the grid given, never more.
+void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream);
+
+// How worker k's kernel is enqueued: enqueue_one_kernel's signature. The tests pass their own,
+// which calls enqueue_one_kernel after it: one that records every call's arguments; one that, for
+// one worker, enqueues a 300 ms host-function sleep first; one that never launches one worker's
+// kernel; and on distinct GPUs one that notes whether the stream's device is current.
+using OneKernelLaunch = std::function<void(const OneKernelArgs& args, cudaStream_t stream)>;
+
+// Task 4. The one-shot all-reduce as ONE kernel per worker, in place, for count <=
+// workspace.one_shot_max_count: for every worker k, with k's device current,
+//     launch(args of worker k, workers[k].stream)
+// and no other call on any stream: the kernels order themselves through the flags (the order the
+// caller's work on each stream gives stays as it is: a kernel runs after what its stream holds).
+// Same result, bits included, as one_shot_all_reduce. Throws, before any CUDA call, what
+// one_shot_all_reduce throws, and std::runtime_error, with gave_up()'s text, when a kernel of an
+// earlier call gave up (the workspace's flags no longer agree: make a new workspace). W = 1 or
+// count = 0: nothing to do, after the checks. Captured into a CUDA graph (CapturedCalls) and
+// replayed, it gives the same results as plain calls.
+void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
+                           const OneKernelLaunch& launch = enqueue_one_kernel);
+
+// ---- Task 5: choose --------------------------------------------------------------------------------
+
+enum class Algorithm { one_shot, ring, one_kernel };
 
 inline const char* to_string(Algorithm algorithm) {
-  return algorithm == Algorithm::one_shot ? "one-shot" : "ring";
+  return algorithm == Algorithm::one_shot ? "one-shot" : algorithm == Algorithm::ring ? "ring" : "one-kernel";
 }
 
-// Task 4. one_shot when count < workspace.crossover_count and count <= workspace.one_shot_max_count,
-// ring otherwise. Pure.
+// Task 5. ring when count >= workspace.crossover_count or count > workspace.one_shot_max_count;
+// otherwise one_kernel when count < workspace.one_kernel_below, one_shot when not. Pure.
 Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count);
 
-// Task 4. The all-reduce by the algorithm choose_algorithm picks (same contract as the two).
+// Task 5. The all-reduce by the algorithm choose_algorithm picks (same contract as the three).
 void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count);
 
-// One measured count: milliseconds per call of each algorithm (calls enqueued back to back).
+// One measured count: milliseconds per call of each algorithm (calls enqueued back to back); a
+// time of 0 means "not measured".
 struct AlgorithmTiming {
   std::size_t count = 0;
   double one_shot_ms = 0;
   double ring_ms = 0;
+  double one_kernel_ms = 0;
 };
 
-// Means "the ring never wins": the dispatcher then runs the one-shot wherever it fits.
+// Means "from no measured count on": the ring never wins, or the kernel one-shot never loses.
 constexpr std::size_t kRingNeverWins = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kNeverFromHere = kRingNeverWins;
 
-// Task 4. The crossover: the smallest rows[i].count such that ring_ms < one_shot_ms holds for row
-// i and for every row after it; kRingNeverWins when it does not hold for the last row. The rows
-// are in ascending count. Pure; throws std::invalid_argument for no rows.
+// Task 5. The crossover: the smallest rows[i].count such that, for row i and every row after it,
+// ring_ms is below one_shot_ms and below one_kernel_ms where that was measured (> 0);
+// kRingNeverWins when that does not hold for the last row. The rows are in ascending count.
+// Pure; throws std::invalid_argument for no rows.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows);
 
-// Task 4. For each count of `counts` (strictly ascending, each in [1, one_shot_max_count]), times
-// one_shot_all_reduce and ring_all_reduce on buffers[k][0, count) (every buffer holds at least
-// counts.back() floats; their values are lost): `warmup` untimed calls, then `repeats` calls
-// enqueued back to back and one wait for every worker's stream (this function waits on the host:
-// that is how it times), host clock, ms per call. Stores crossover_from(rows) in
-// workspace.crossover_count and returns the rows. Leaves the caller's current device as it was.
-// Throws std::invalid_argument, before any CUDA call (the stored crossover stays as it was), for
+// Task 5. Where the kernel one-shot stops being the faster one-shot: the smallest rows[i].count
+// such that, for row i and every row after it, one_kernel_ms is not below one_shot_ms (or was
+// not measured); kNeverFromHere when it is below at the last row. Pure; throws
+// std::invalid_argument for no rows.
+std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows);
+
+// Task 5. For each count of `counts` (strictly ascending, each in [1, one_shot_max_count]), times
+// one_shot_all_reduce, ring_all_reduce and one_kernel_all_reduce on buffers[k][0, count) (every
+// buffer holds at least counts.back() floats; their values are lost): `warmup` untimed calls,
+// then `repeats` calls enqueued back to back and one wait for every worker's stream (this
+// function waits on the host: that is how it times), host clock, ms per call. Stores
+// crossover_from(rows) in workspace.crossover_count and one_kernel_below_from(rows) in
+// workspace.one_kernel_below, and returns the rows. Leaves the caller's current device as it was.
+// Throws std::invalid_argument, before any CUDA call (the stored values stay as they were), for
 // an empty or not strictly ascending `counts`, a count of 0 or above one_shot_max_count,
 // repeats < 1 or warmup < 0 (besides the cases every all-reduce rejects).
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,

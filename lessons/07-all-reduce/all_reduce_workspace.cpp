@@ -5,6 +5,8 @@
 // Everything a worker owns is created with its device current, so it belongs there; a device
 // listed twice gets two workers with streams, events and scratch of their own. Peer access is
 // switched on here, between distinct listed GPUs only: a device never asks for access to itself.
+// Also given: the kernel one-shot's flags (zeroed), where its kernels report giving up, the wait
+// that turns such a report into an exception, and the CUDA graph of a few calls.
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -51,7 +53,13 @@ Worker::Worker(int device_, int workers, std::size_t scratch_count)
       step_done(ordering_events(device_, 2 * static_cast<std::size_t>(workers - 1))),
       published(device_, kOrderingOnly),
       read_done(device_, kOrderingOnly),
-      scratch(device_, scratch_count) {}
+      scratch(device_, scratch_count),
+      kernel_scratch(device_, 2 * kernel_half(scratch_count)),
+      signals(device_, 1) {
+  const course::DeviceGuard on_device(device);
+  CUDA_CHECK(cudaMemset(signals.data(), 0, sizeof(Signals)));  // every flag and count starts at call 0
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 AllReduceWorkspace::AllReduceWorkspace(std::span<const int> devices, std::size_t one_shot_max_count_)
     : one_shot_max_count(one_shot_max_count_) {
@@ -66,6 +74,87 @@ AllReduceWorkspace::AllReduceWorkspace(std::span<const int> devices, std::size_t
   const int count = static_cast<int>(devices.size());
   workers.reserve(devices.size());
   for (const int device : devices) workers.emplace_back(device, count, one_shot_max_count);
+  give_ups = course::PinnedBuffer<GiveUp>(devices.size());  // pinned: every GPU writes it directly
+  for (std::size_t k = 0; k < give_ups.size(); ++k) give_ups[k] = GiveUp{};
+}
+
+std::string gave_up(const AllReduceWorkspace& workspace) {
+  std::string text;
+  for (int k = 0; k < workspace.size(); ++k) {
+    // A kernel may write these words while the host reads them: volatile reads, `call` first (the
+    // kernel writes it last, after the other fields).
+    const volatile GiveUp& live = workspace.give_ups[k];
+    GiveUp report;
+    report.call = live.call;
+    if (report.call == 0) continue;
+    report.peer = live.peer;
+    report.block = live.block;
+    report.waiting_for = live.waiting_for;
+    text += (text.empty() ? "" : "; ") + std::string("worker ") + std::to_string(k) + " (GPU " +
+            std::to_string(workspace.workers[k].device) + "), block " + std::to_string(report.block) + " of call " +
+            std::to_string(report.call) + ", gave up after " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(workspace.patience).count()) +
+            " ms waiting for worker " + std::to_string(report.peer) +
+            (report.waiting_for == 0 ? " to publish its slice" : " to finish reading the previous call") +
+            " (a peer's kernel that never runs, or that cannot run beside this one: the same GPU full, kernels "
+            "serialized by a tool)";
+  }
+  return text;
+}
+
+void synchronize(const AllReduceWorkspace& workspace) {
+  for (const Worker& worker : workspace.workers) worker.stream.synchronize();
+  const std::string why = gave_up(workspace);
+  if (!why.empty()) throw std::runtime_error("the kernel one-shot gave up: " + why);
+}
+
+CapturedCalls::CapturedCalls(AllReduceWorkspace& workspace, const std::function<void()>& call, int calls)
+    : workspace_(workspace) {
+  if (calls < 1) throw std::invalid_argument("CapturedCalls: calls must be at least 1");
+  for (const Worker& worker : workspace.workers) joins_.emplace_back(worker.device, kOrderingOnly);
+  const course::DeviceGuard keep_callers_device(workspace.workers[0].device);
+  const course::Stream& first = workspace.workers[0].stream;
+  CUDA_CHECK(cudaStreamBeginCapture(first, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    // Every other worker's stream joins the capture by waiting for an event recorded in it.
+    joins_[0].record(first);
+    for (std::size_t k = 1; k < workspace.workers.size(); ++k)
+      CUDA_CHECK(cudaStreamWaitEvent(workspace.workers[k].stream, joins_[0], 0));
+    for (int i = 0; i < calls; ++i) call();
+    CUDA_CHECK(cudaSetDevice(workspace.workers[0].device));
+    for (std::size_t k = 1; k < workspace.workers.size(); ++k) {  // ... and leaves it by being waited for
+      joins_[k].record(workspace.workers[k].stream);
+      CUDA_CHECK(cudaStreamWaitEvent(first, joins_[k], 0));
+    }
+  } catch (...) {
+    (void)cudaStreamEndCapture(first, &graph);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(first, &graph));
+  const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  CUDA_CHECK(made);
+}
+
+CapturedCalls::~CapturedCalls() {
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+}
+
+void CapturedCalls::launch() {
+  const course::DeviceGuard keep_callers_device(workspace_.workers[0].device);
+  const course::Stream& first = workspace_.workers[0].stream;
+  for (std::size_t k = 1; k < workspace_.workers.size(); ++k) {  // after what every stream holds
+    CUDA_CHECK(cudaSetDevice(workspace_.workers[k].device));
+    joins_[k].record(workspace_.workers[k].stream);
+    CUDA_CHECK(cudaSetDevice(workspace_.workers[0].device));
+    CUDA_CHECK(cudaStreamWaitEvent(first, joins_[k], 0));
+  }
+  CUDA_CHECK(cudaGraphLaunch(exec_, first));
+  joins_[0].record(first);
+  for (std::size_t k = 1; k < workspace_.workers.size(); ++k)  // every stream waits for the replay
+    CUDA_CHECK(cudaStreamWaitEvent(workspace_.workers[k].stream, joins_[0], 0));
 }
 
 }  // namespace lesson07

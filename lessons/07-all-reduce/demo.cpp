@@ -48,8 +48,8 @@ void fill(const AllReduceWorkspace& workspace, Demo& demo, std::size_t count) {
 void show(const AllReduceWorkspace& workspace, const Demo& demo, std::size_t count) {
   const int w = workspace.size();
   const float expected = static_cast<float>(w * (w + 1) / 2);
+  synchronize(workspace);  // every worker; a kernel one-shot that gave up throws here, with why
   for (int k = 0; k < w; ++k) {
-    workspace.workers[k].stream.synchronize();
     std::vector<float> values(count);
     const course::DeviceGuard on_device(workspace.workers[k].device);
     CUDA_CHECK(cudaMemcpy(values.data(), demo.pointers[k], count * sizeof(float), cudaMemcpyDeviceToHost));
@@ -98,16 +98,28 @@ int main() {
     one_shot_all_reduce(workspace, demo.pointers, count);
     show(workspace, demo, count);
   });
-  course::demo_section("measure_crossover and all_reduce (task 4)", [&] {
+  course::demo_section("one_kernel_all_reduce (task 4)", [&] {
+    std::printf("  %d blocks per worker for %zu floats, %d for 2\n", one_kernel_blocks(workspace, count), count,
+                one_kernel_blocks(workspace, 2));
+    fill(workspace, demo, count);
+    one_kernel_all_reduce(workspace, demo.pointers, count);
+    show(workspace, demo, count);
+  });
+  course::demo_section("measure_crossover and all_reduce (task 5)", [&] {
     const std::vector<std::size_t> counts = {2, 256, 4096, 65536, 262144, count};  // ascending
     const std::vector<AlgorithmTiming> rows = measure_crossover(workspace, demo.pointers, counts);
-    std::printf("  %10s %14s %14s\n", "floats", "one-shot (us)", "ring (us)");
+    std::printf("  %10s %14s %14s %16s\n", "floats", "one-shot (us)", "ring (us)", "one-kernel (us)");
     for (const AlgorithmTiming& row : rows)
-      std::printf("  %10zu %14.1f %14.1f\n", row.count, row.one_shot_ms * 1e3, row.ring_ms * 1e3);
+      std::printf("  %10zu %14.1f %14.1f %16.1f\n", row.count, row.one_shot_ms * 1e3, row.ring_ms * 1e3,
+                  row.one_kernel_ms * 1e3);
     if (workspace.crossover_count == kRingNeverWins)
       std::printf("  crossover: the ring never won here\n");
     else
       std::printf("  crossover: the ring from %zu floats on\n", workspace.crossover_count);
+    if (workspace.one_kernel_below == kNeverFromHere)
+      std::printf("  the kernel one-shot is the faster one-shot at every count measured\n");
+    else
+      std::printf("  the kernel one-shot below %zu floats\n", workspace.one_kernel_below);
     fill(workspace, demo, count);
     std::printf("  all_reduce of %zu floats runs the %s\n", count, to_string(choose_algorithm(workspace, count)));
     all_reduce(workspace, demo.pointers, count);

@@ -3,8 +3,9 @@
 //
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
 // ordered across workers by events alone, the cost model that says why a ring, a one-shot kernel
-// that reads every peer's published copy at once, and a dispatcher that picks one by size from a
-// measured crossover. Every call enqueues and returns, as NCCL's do.
+// that reads every peer's published copy at once, the same one-shot as one kernel per worker that
+// orders itself through flags in its peers' memory, and a dispatcher that picks one by size from
+// measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -13,7 +14,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cuda/atomic>
+#include <cuda/std/chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -245,32 +250,254 @@ void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> 
 
 // ---- Task 4 -------------------------------------------------------------------------------------
 
+// Task 4: one kernel per worker. Block b of every worker handles the same slice of the buffer, so
+// block b only ever waits for the blocks b of its peers: its flags are its own, and no block waits
+// for another block of its own grid. Flags hold call numbers (epochs), never reset; the call
+// number lives on the GPU, so a graph replay counts its calls like plain calls do. Two halves of
+// scratch, one per call parity: the "finished reading" a call waits for was sent two calls ago.
+namespace {
+
+using SystemFlag = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+// What one_kernel's launch needs to know of a GPU, learned once per device (the queries cost more
+// than a small call's whole host budget).
+struct DeviceFacts {
+  int resident_blocks = 0;    // one_kernel's blocks resident at once on the whole GPU
+  bool early_launch = false;  // programmatic dependent launch (compute capability 9.0 and later)
+};
+DeviceFacts device_facts(int device);
+
+// Waits until *flag >= call; false when `patience_ns` passed first. An acquire at system scope:
+// what the peer wrote before its release of this flag is visible after it. It spins for the first
+// 20 us (a peer's flag crosses NVLink in about one), then sleeps a little between looks.
+__device__ bool wait_for_flag(unsigned long long* flag, unsigned long long call, long long patience_ns) {
+  SystemFlag observed(*flag);
+  if (observed.load(cuda::memory_order_acquire) >= call) return true;
+  const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
+  while (observed.load(cuda::memory_order_acquire) < call) {
+    const auto waited = cuda::std::chrono::system_clock::now() - start;
+    if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return false;
+    if (waited > cuda::std::chrono::microseconds(20)) __nanosleep(200);
+  }
+  return true;
+}
+
+__device__ void report_give_up(GiveUp* report, unsigned long long call, int peer, int block, int waiting_for) {
+  volatile GiveUp* live = report;
+  live->peer = peer;
+  live->block = block;
+  live->waiting_for = waiting_for;
+  __threadfence_system();  // the fields before the call number that says they are there
+  live->call = call;
+}
+
+__global__ void __launch_bounds__(kThreads) one_kernel(const OneKernelArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched early (programmatic dependent launch, on GPUs that have it): this grid may be resident
+  // before the kernel ahead of it on the stream has ended. Nothing is read before that one is done.
+  cudaGridDependencySynchronize();
+#endif
+  const int k = a.worker, b = static_cast<int>(blockIdx.x), peer = static_cast<int>(threadIdx.x);
+  Signals* mine = a.signals[k];
+  const unsigned long long call = mine->calls + 1;    // this stream's previous kernel moved it, and ended
+  const bool waiter = peer < a.workers && peer != k;  // thread j speaks with worker j
+  __shared__ int gave_up;
+  if (threadIdx.x == 0) gave_up = 0;
+  __syncthreads();
+  // 1. My half of scratch is free once every peer finished reading it, in call - 2.
+  if (waiter && !wait_for_flag(&mine->finished[peer], call < 2 ? 0 : call - 2, a.patience_ns)) {
+    report_give_up(a.give_up, call, peer, b, 1);
+    gave_up = 1;
+  }
+  __syncthreads();
+  if (gave_up) return;
+  // 2. Publish my slice (the same slice boundaries on every worker: same count, same grid).
+  const std::size_t per = ((a.count + a.blocks - 1) / a.blocks + 3) / 4 * 4;
+  const std::size_t begin = min(static_cast<std::size_t>(b) * per, a.count), end = min(begin + per, a.count);
+  const std::size_t vectors = (end - begin) / 4;  // begin is a multiple of 4: 16-byte aligned
+  const std::size_t half = (call % 2) * a.half;   // where this call's half starts in every scratch
+  float* mine_scratch = a.scratch[k] + half;
+  for (std::size_t i = threadIdx.x; i < vectors; i += blockDim.x)
+    reinterpret_cast<float4*>(mine_scratch + begin)[i] = reinterpret_cast<const float4*>(a.buffer + begin)[i];
+  for (std::size_t i = begin + 4 * vectors + threadIdx.x; i < end; i += blockDim.x) mine_scratch[i] = a.buffer[i];
+  __syncthreads();
+  // 3. Tell every peer, in its memory; the release orders the whole block's copy (ordered before
+  // it by the barrier) before the flag, for a reader anywhere in the system.
+  if (waiter) SystemFlag(a.signals[peer]->arrived[b][k]).store(call, cuda::memory_order_release);
+  // 4. Wait for every peer's block b.
+  if (waiter && !wait_for_flag(&mine->arrived[b][peer], call, a.patience_ns)) {
+    report_give_up(a.give_up, call, peer, b, 0);
+    gave_up = 1;
+  }
+  __syncthreads();
+  if (gave_up) return;
+  // 5. The sum of the slice, in worker order, from the first scratch.
+  for (std::size_t i = threadIdx.x; i < vectors; i += blockDim.x) {
+    float4 x[kMaxWorkers];
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j)
+      if (j < a.workers) x[j] = reinterpret_cast<const float4*>(a.scratch[j] + half + begin)[i];
+    float4 sum = x[0];
+#pragma unroll
+    for (int j = 1; j < kMaxWorkers; ++j)
+      if (j < a.workers) sum = plus(sum, x[j]);
+    reinterpret_cast<float4*>(a.buffer + begin)[i] = sum;
+  }
+  for (std::size_t i = begin + 4 * vectors + threadIdx.x; i < end; i += blockDim.x) {
+    float sum = a.scratch[0][half + i];
+    for (int j = 1; j < a.workers; ++j) sum += a.scratch[j][half + i];
+    a.buffer[i] = sum;
+  }
+  __syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // the next call's kernel may be scheduled now (it waits for this one)
+#endif
+  // 6. The last block of this worker to finish reading tells every peer that its scratch is free.
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_device> done(mine->blocks_done);
+    if (done.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+      done.store(0, cuda::memory_order_relaxed);
+      mine->calls = call;
+      for (int j = 0; j < a.workers; ++j)
+        if (j != k) SystemFlag(a.signals[j]->finished[k]).store(call, cuda::memory_order_release);
+    }
+  }
+}
+
+DeviceFacts device_facts(int device) {
+  static std::array<std::atomic<int>, 64> known{};  // resident blocks x 2 + early launch; 0: not asked yet
+  const bool cached = device >= 0 && device < static_cast<int>(known.size());
+  if (cached && known[device].load() > 0) return {known[device].load() / 2, known[device].load() % 2 == 1};
+  const course::DeviceGuard on_device(device);
+  int sms = 0, per_sm = 0, major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, one_kernel, kThreads, 0));
+  const DeviceFacts facts{sms * per_sm, major >= 9};
+  if (cached) known[device].store(2 * facts.resident_blocks + (facts.early_launch ? 1 : 0));
+  return facts;
+}
+
+}  // namespace
+
+int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
+  const std::size_t needed = std::max<std::size_t>(1, (count + 4 * kThreads - 1) / (4 * kThreads));
+  int limit = kMaxBlocks;
+  for (const Worker& worker : workspace.workers) {  // each GPU's resident blocks, shared by its workers
+    const int sharing = static_cast<int>(std::count_if(workspace.workers.begin(), workspace.workers.end(),
+                                                       [&](const Worker& w) { return w.device == worker.device; }));
+    limit = std::min(limit, device_facts(worker.device).resident_blocks / sharing);
+  }
+  return static_cast<int>(std::max<std::size_t>(1, std::min(needed, static_cast<std::size_t>(limit))));
+}
+
+void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream) {
+  // One launch, allowed to start before the kernel ahead of it ends (it waits inside for that one):
+  // back-to-back calls then overlap one kernel's launch with the previous kernel's last steps.
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(args.blocks));
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  config.attrs = &early;
+  config.numAttrs = device_facts(device).early_launch ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, one_kernel, args));
+}
+
+void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
+                           const OneKernelLaunch& launch) {
+  check_buffers(workspace, buffers, count, "one_kernel_all_reduce");
+  if (count > workspace.one_shot_max_count)
+    throw std::invalid_argument("one_kernel_all_reduce: " + std::to_string(count) + " floats, the scratch holds " +
+                                std::to_string(workspace.one_shot_max_count));
+  if (const std::string why = gave_up(workspace); !why.empty())
+    throw std::runtime_error(
+        "one_kernel_all_reduce: an earlier call gave up, and the workers' flags no longer "
+        "agree (make a new workspace): " +
+        why);
+  const int w = workspace.size();
+  if (w == 1 || count == 0) return;
+  const course::DeviceGuard keep_callers_device(workspace.workers[0].device);
+  OneKernelArgs args;
+  args.workers = w;
+  args.count = count;
+  args.blocks = one_kernel_blocks(workspace, count);
+  args.patience_ns = workspace.patience.count();
+  args.half = kernel_half(workspace.one_shot_max_count);
+  for (int j = 0; j < w; ++j) {
+    args.scratch[j] = workspace.workers[j].kernel_scratch.data();
+    args.signals[j] = workspace.workers[j].signals.data();
+  }
+  for (int k = 0; k < w; ++k) {
+    args.worker = k;
+    args.buffer = buffers[k];
+    args.give_up = &workspace.give_ups[k];
+    CUDA_CHECK(cudaSetDevice(workspace.workers[k].device));
+    launch(args, workspace.workers[k].stream);
+  }
+}
+
+// ---- Task 5 -------------------------------------------------------------------------------------
+
 Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
-  // Task 4: below the crossover, and where the scratch holds it, the one-shot.
-  return count < workspace.crossover_count && count <= workspace.one_shot_max_count ? Algorithm::one_shot
-                                                                                    : Algorithm::ring;
+  // Task 5: the ring from the crossover (or where no scratch holds it); below it, the kernel
+  // one-shot where it is the faster one-shot.
+  if (count >= workspace.crossover_count || count > workspace.one_shot_max_count) return Algorithm::ring;
+  return count < workspace.one_kernel_below ? Algorithm::one_kernel : Algorithm::one_shot;
 }
 
 void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
-  // Task 4: run what choose_algorithm picks.
-  if (choose_algorithm(workspace, count) == Algorithm::one_shot)
-    one_shot_all_reduce(workspace, buffers, count);
-  else
-    ring_all_reduce(workspace, buffers, count);
-}
-
-std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
-  // Task 4: walk back from the largest count while the ring stays faster.
-  if (rows.empty()) throw std::invalid_argument("crossover_from: no rows");
-  std::size_t crossover = kRingNeverWins;
-  for (std::size_t i = rows.size(); i-- > 0;) {
-    if (!(rows[i].ring_ms < rows[i].one_shot_ms)) break;
-    crossover = rows[i].count;
+  // Task 5: run what choose_algorithm picks.
+  switch (choose_algorithm(workspace, count)) {
+    case Algorithm::one_shot:
+      one_shot_all_reduce(workspace, buffers, count);
+      break;
+    case Algorithm::one_kernel:
+      one_kernel_all_reduce(workspace, buffers, count);
+      break;
+    case Algorithm::ring:
+      ring_all_reduce(workspace, buffers, count);
+      break;
   }
-  return crossover;
 }
 
-// Task 4: both algorithms at every count, calls back to back and one wait, as nccl-tests times.
+namespace {
+
+// The smallest rows[i].count from which `holds` is true for every row to the end; `never` when it
+// is false for the last row. Walks back from the largest count.
+template <class Holds>
+std::size_t from_here_on(const std::vector<AlgorithmTiming>& rows, std::size_t never, Holds holds) {
+  std::size_t from = never;
+  for (std::size_t i = rows.size(); i-- > 0;) {
+    if (!holds(rows[i])) break;
+    from = rows[i].count;
+  }
+  return from;
+}
+
+}  // namespace
+
+// Task 5: walk back from the largest count while the ring beats both one-shots.
+std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
+  if (rows.empty()) throw std::invalid_argument("crossover_from: no rows");
+  return from_here_on(rows, kRingNeverWins, [](const AlgorithmTiming& r) {
+    return r.ring_ms < r.one_shot_ms && (r.one_kernel_ms <= 0 || r.ring_ms < r.one_kernel_ms);
+  });
+}
+
+std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
+  // Task 5: walk back from the largest count while the kernel one-shot is not the faster one-shot.
+  if (rows.empty()) throw std::invalid_argument("one_kernel_below_from: no rows");
+  return from_here_on(rows, kNeverFromHere, [](const AlgorithmTiming& r) {
+    return r.one_kernel_ms <= 0 || r.one_kernel_ms >= r.one_shot_ms;
+  });
+}
+
+// Task 5: the three algorithms at every count, calls back to back and one wait, as nccl-tests times.
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,
                                                std::span<const std::size_t> counts, int warmup, int repeats) {
   if (counts.empty()) throw std::invalid_argument("measure_crossover: no counts");
@@ -279,15 +506,12 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
     if (counts[i] == 0 || counts[i] > workspace.one_shot_max_count || (i > 0 && counts[i] <= counts[i - 1]))
       throw std::invalid_argument("measure_crossover: counts must be strictly ascending, in [1, one_shot_max_count]");
   check_buffers(workspace, buffers, counts.back(), "measure_crossover");
-  const auto wait = [&] {
-    for (const Worker& worker : workspace.workers) worker.stream.synchronize();
-  };
   const auto ms_per_call = [&](const auto& call) {
     for (int i = 0; i < warmup; ++i) call();
-    wait();
+    synchronize(workspace);
     const auto begin = std::chrono::steady_clock::now();
     for (int i = 0; i < repeats; ++i) call();
-    wait();
+    synchronize(workspace);
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count() / repeats;
   };
   std::vector<AlgorithmTiming> rows;
@@ -296,9 +520,11 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
     row.count = count;
     row.one_shot_ms = ms_per_call([&] { one_shot_all_reduce(workspace, buffers, count); });
     row.ring_ms = ms_per_call([&] { ring_all_reduce(workspace, buffers, count); });
+    row.one_kernel_ms = ms_per_call([&] { one_kernel_all_reduce(workspace, buffers, count); });
     rows.push_back(row);
   }
   workspace.crossover_count = crossover_from(rows);
+  workspace.one_kernel_below = one_kernel_below_from(rows);
   return rows;
 }
 
