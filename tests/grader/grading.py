@@ -30,6 +30,7 @@ import course_layout as layout
 import integrity
 import limited_run
 import meson_build
+import profiling
 from course_layout import Lesson
 from sandbox import Sandbox
 from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
@@ -55,6 +56,7 @@ class Settings:
     allow_headers: list[str] = dataclasses.field(default_factory=list)  # --allow-header
     allow_symbols: list[str] = dataclasses.field(default_factory=list)  # --allow-symbol
     object_checks: bool = True  # False: --no-object-checks (trying the other defences)
+    case_timeouts: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # {lesson: {case: s}}
 
     def staging_exclusions(self) -> list[Path]:
         """Folders that may sit inside the course but are not part of it."""
@@ -69,6 +71,8 @@ class Grader:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.warnings: list[str] = []
+        self.profile = profiling.Profile()
+        self._built_together: dict[str, str] = {}  # {lesson: its steps of the build of all lessons}
         self._baseline = Baseline(self)
         self.subreaper = limited_run.become_subreaper()
         self.sandbox = settings.sandbox or Sandbox.off("not requested")
@@ -76,7 +80,9 @@ class Grader:
             ([settings.out] if settings.out else [])
         self.run = runner.RunSettings(sandbox=self.sandbox,
                                       limits=limited_run.Limits(processes=limited_run.user_process_limit()))
-        self.gpu_probe = self._probe_gpus()
+        self._time_sandbox_start()
+        with self.profile.span("gpu probe"):
+            self.gpu_probe = self._probe_gpus()
         self.run.gpus = self.gpu_probe["gpus"]
         if not settings.object_checks:
             self.warn("the headers and symbols of student objects were NOT checked (--no-object-checks): "
@@ -91,13 +97,23 @@ class Grader:
     def grade_submission(self, submission: Path, work: Path) -> list[LessonGrade]:
         """Stages the course with the submission's student files in `work`, and grades it.
         The student files are read before staging, so `solutions` itself can be graded."""
-        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
-        contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
-        source = work / "course"
-        layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
-        for lesson, data in contents.items():
-            layout.place_student_bytes(data, source, lesson)
+        with self.profile.span("stage"):
+            files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
+            contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
+            source = work / "course"
+            layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
+            for lesson, data in contents.items():
+                layout.place_student_bytes(data, source, lesson)
         return self._grade_tree(source, work / "build", files=files, submission=submission)
+
+    def _time_sandbox_start(self) -> None:
+        """What starting the sandbox costs (every sandboxed run pays it), for the profile."""
+        if not self.sandbox.enabled or not Path("/bin/true").exists():
+            return
+        with tempfile.TemporaryDirectory(prefix="sandbox-start-") as scratch:
+            outcome = limited_run.run_limited(["/bin/true"], 60, cwd=scratch, sandbox=self.sandbox,
+                                              scratch=Path(scratch))
+        self.profile.add("sandbox start", outcome.seconds, detail=f"/bin/true: {runner.describe_exit(outcome.exit_code)}")
 
     def _probe_gpus(self) -> dict:
         """The GPU count from the grader's own probe, run like a test program (sandbox, limits).
@@ -148,15 +164,28 @@ class Grader:
     # ------------------------------------------------------------------ one tree
 
     def _grade_tree(self, source: Path, build: Path, files: dict, submission: Path | None = None):
-        self.say(f"configuring {build}")
-        meson_build.setup(build, source, self.settings.setup_timeout)
+        with self.profile.span("configure") as _:
+            if meson_build.setup_once(build, source, self.settings.setup_timeout):
+                self.say(f"configured {build}")
+            else:
+                self.say(f"using {build} (configured already)")
         programs = meson_build.target_programs(build)
         checker = integrity.Checker(build, source, self.settings.allow_headers, self.settings.allow_symbols,
                                     course=self.settings.course)
+        refused = {}
+        if self.settings.object_checks:
+            for lesson in self.settings.lessons:
+                if files[lesson] is not None:
+                    with self.profile.span("source checks", lesson.slug):
+                        refused[lesson.slug] = integrity.check_source(source / lesson.student_path)
+        self._build_all(source, build, [lesson for lesson in self.settings.lessons
+                                        if files[lesson] is not None and not refused.get(lesson.slug)])
         grades = []
         for lesson in self.settings.lessons:
             if files[lesson] is None:
                 grade = self._unusable(lesson, MISSING, missing_message(submission, lesson))
+            elif refused.get(lesson.slug):
+                grade = refuse(lesson, refused[lesson.slug], "", self._unusable)
             else:
                 grade = self._grade_lesson(lesson, source, build, programs, checker)
             grades.append(grade)
@@ -169,14 +198,12 @@ class Grader:
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
-        if self.settings.object_checks:
-            refused = integrity.check_source(source / lesson.student_path)
-            if refused:
-                return refuse(lesson, refused, "", self._unusable)
         # The student's file is compiled inside the sandbox: it sees only the staged course (no
         # solutions/) and what the build needs, and writes only into the build folder.
-        built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
-                                           self.settings.jobs, sandbox=self.sandbox)
+        with self.profile.span("build lesson", lesson.slug):
+            built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
+                                               self.settings.jobs, sandbox=self.sandbox)
+        built.log = self._built_together.get(lesson.slug, "") + built.log
         if not built.ok:
             grade = self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
             if built.message.startswith("the build wrote a file larger") or "printed more than" in built.message:
@@ -186,8 +213,43 @@ class Grader:
         target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
             build.resolve()) else lesson.target
         how = LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
-                        on_listing=self._remember)
+                        on_listing=self._remember, profile=self.profile,
+                        case_timeouts=self.settings.case_timeouts.get(lesson.slug))
         return grade_built(lesson, program, target, checker if self.settings.object_checks else None, how, built.log)
+
+    def _build_all(self, source: Path, build: Path, lessons: list[Lesson]) -> None:
+        """Builds every lesson that is to be built at once, inside the sandbox (Ninja's -k 0: what
+        fails does not stop the rest), so the course's objects and all the student files compile
+        side by side on every core. Its outcome decides nothing: each lesson's own build that
+        follows (then only a check that all is up to date, or the failure again) gives that
+        lesson's log and verdict, as before."""
+        self._built_together = {}
+        if len(lessons) < 2:
+            return
+        offset = profiling.ninja_log_offset(build)
+        with self.profile.span("build all lessons", detail=f"{len(lessons)} lessons"):
+            together = meson_build.compile_target(build, source, [lesson.target for lesson in lessons],
+                                                  self.settings.build_timeout, self.settings.jobs,
+                                                  sandbox=self.sandbox, keep_going=True)
+        for lesson in lessons:  # each lesson's log shows its steps of that build (the compiler's warnings)
+            steps = meson_build.steps_of(together.log, lesson)
+            if steps:
+                self._built_together[lesson.slug] = f"===== built with the other lessons at once:\n{steps}\n" \
+                    "===== the lesson's own build:\n"
+        steps = profiling.ninja_steps(build, offset)
+        for lesson in lessons:
+            mangled = f"_lessons_{lesson.slug}_{lesson.student_filename}.o"
+            for output, seconds in steps.items():
+                if output.endswith(mangled):
+                    self.profile.add("compile student file", seconds, lesson.slug, output)
+                elif Path(output).name == lesson.target:
+                    self.profile.add("link", seconds, lesson.slug, output)
+        others = sum(seconds for output, seconds in steps.items()
+                     if not any(output.endswith(f"_lessons_{lesson.slug}_{lesson.student_filename}.o")
+                                or Path(output).name == lesson.target for lesson in lessons))
+        if others:
+            self.profile.add("other build steps", others, detail="the course's own objects and libraries, "
+                             "CPU seconds summed over parallel steps")
 
     def _unusable(self, lesson: Lesson, status: str, message: str, log: str = "") -> LessonGrade:
         """A lesson whose program cannot run: its known cases are worth 0, with `message`."""
@@ -227,6 +289,11 @@ class LessonRun:
     say: Callable[[str], None] = lambda text: None
     on_listing: Callable[[runner.Listing], None] = lambda listing: None
     status: Callable[[str], contextlib.AbstractContextManager] = lambda text: contextlib.nullcontext()
+    profile: profiling.Profile | None = None  # where the steps' times go (the grader's --profile)
+    case_timeouts: dict[str, float] | None = None  # {case name: seconds}, instead of `timeout` for those cases
+
+    def span(self, step: str, lesson: Lesson):
+        return self.profile.span(step, lesson.slug) if self.profile else contextlib.nullcontext()
 
 
 def refuse(lesson: Lesson, problems: list[str], log: str, unusable: Callable[..., LessonGrade]) -> LessonGrade:
@@ -244,27 +311,32 @@ def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.C
     checked), its cases listed and run (all in one process, then alone each that did not pass:
     a crash, a hang or a broken CUDA context costs only the case that caused it), results only
     through the result channel, skips judged against the grader's own GPU count."""
-    problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
+    with how.span("object checks", lesson):
+        problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
     if problems:
         return refuse(lesson, problems, log, how.unusable)
     try:
-        with how.status(f"listing the cases of {lesson.target}"):
+        with how.status(f"listing the cases of {lesson.target}"), how.span("list cases", lesson):
             listing = runner.list_cases(program, timeout=how.timeout, run=how.run)
     except (runner.ProgramError, OSError) as error:
         return how.unusable(lesson, BUILD_FAILED, f"the test program {lesson.target} could not list its cases: {error}",
                             log=log)
     how.on_listing(listing)
     grade = LessonGrade(lesson, log=log)
+    timings: list[dict] = []
     try:
         with how.status(f"running {lesson.target}: {len(listing.cases)} cases"):
             results = runner.run_cases(program, listing.cases, how.timeout, run=how.run,
-                                       retry_alone=runner.worth_running_alone)
+                                       retry_alone=runner.worth_running_alone, case_timeouts=how.case_timeouts,
+                                       timings=timings)
     except runner.ChannelError as error:
         message = f"the results of {lesson.target} cannot be trusted: {error}"
         grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)
         grade.results = [runner.stand_in(case, INVALID, message, how.run.gpus) for case in listing.cases]
         grade.findings.append(f"result channel: {error}")
         return grade
+    if how.profile:
+        how.profile.add_runs(lesson.slug, timings)
     for case, result in zip(listing.cases, results):
         how.say(f"[{lesson.slug}]   {label(result.status):9} {case.name}")
         grade.results.append(result)
