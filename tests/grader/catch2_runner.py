@@ -313,9 +313,11 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
       - otherwise the next run starts with that case, so it gets a fresh process of its own
         before anything else runs in it (a case that hung only because of what earlier cases
         left behind passes there);
-    and the cases after it run on together in that next run. Any other disagreement (every case
-    reported but the exit status does not fit, a process left running, too much output) and
-    every case runs alone. The grader retries every case that did not pass (but see
+    and the cases after it run on together in that next run. Once a case has hung (or tripped the
+    watchdog) in its own run, the lesson is known to deadlock: every case still without a
+    result runs alone, so that no further hang is waited for twice (once after other cases, once
+    in its own process). Any other disagreement (every case reported but the exit status does not
+    fit, a process left running, too much output) and every case runs alone. The grader retries every case that did not pass (but see
     worth_running_alone), so that a case failing only because an earlier one left the CUDA
     context broken still gets its points. Each shared run gets twice the longest case time-out
     plus a minute (or ten times it, if less) per ten cases in all.
@@ -338,7 +340,12 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
             result = _alone(program, case, limits[case.name], env, run, timings)
         results[case.name] = result
 
+    deadlocks = False  # a case hung in its own run: the rest run alone
     while pending:
+        if deadlocks:
+            for case in pending:
+                results[case.name] = _alone(program, case, limits[case.name], env, run, timings)
+            break
         outcome = _run_together(program, pending, limits, every_case, env, run)
         every_case = False
         records = read_records(outcome, [case.name for case in pending])
@@ -367,6 +374,7 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
                                 shared_with=1 if len(pending) > 1 else 0)
             result.findings = findings_of(outcome)
             results[case.name] = judge_skip(result, run.gpus)
+            deadlocks = status == TIMED_OUT
             stop = 1
         pending = pending[stop:]
     ordered = [results[case.name] for case in cases]
