@@ -16,9 +16,11 @@ other student's on this machine.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -178,8 +180,10 @@ class Grader:
                 if files[lesson] is not None:
                     with self.profile.span("source checks", lesson.slug):
                         refused[lesson.slug] = integrity.check_source(source / lesson.student_path)
-        self._build_all(source, build, [lesson for lesson in self.settings.lessons
-                                        if files[lesson] is not None and not refused.get(lesson.slug)])
+        wanted = [lesson for lesson in self.settings.lessons if files[lesson] is not None and not refused.get(lesson.slug)]
+        self._build_all(source, build, wanted)
+        built = {lesson.slug: self._build_lesson(lesson, source, build, programs) for lesson in wanted}
+        prepared = self._prepare_all(built, checker)
         grades = []
         for lesson in self.settings.lessons:
             if files[lesson] is None:
@@ -187,35 +191,60 @@ class Grader:
             elif refused.get(lesson.slug):
                 grade = refuse(lesson, refused[lesson.slug], "", self._unusable)
             else:
-                grade = self._grade_lesson(lesson, source, build, programs, checker)
+                grade = self._grade_lesson(lesson, built[lesson.slug], prepared.get(lesson.slug))
             grades.append(grade)
             self.say(f"[{lesson.slug}] {grade.earned}/{grade.possible if grade.cases_known else '?'} points"
                      + (f" ({grade.first_problem()})" if grade.first_problem() else ""))
         return grades
 
-    def _grade_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict,
-                      checker: integrity.Checker):
+    def _build_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict) -> tuple:
+        """(BuildResult, program, target) of the lesson's own build: nothing to do when the build
+        of all lessons built it (Ninja's dry run says so, running nothing), else its build inside
+        the sandbox, whose outcome (the compiler's errors) is the lesson's."""
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
-        # The student's file is compiled inside the sandbox: it sees only the staged course (no
-        # solutions/) and what the build needs, and writes only into the build folder.
+        program = meson_build.program_path(build, lesson.target, programs)
+        target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
+            build.resolve()) else lesson.target
         with self.profile.span("build lesson", lesson.slug):
-            built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
-                                               self.settings.jobs, sandbox=self.sandbox)
+            if lesson.slug in self._built_together and meson_build.up_to_date(build, target):
+                built = meson_build.BuildResult(True, "", "(nothing left to do: built with the other lessons)\n")
+            else:
+                # The student's file is compiled inside the sandbox: it sees only the staged course
+                # (no solutions/) and what the build needs, and writes only into the build folder.
+                built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
+                                                   self.settings.jobs, sandbox=self.sandbox)
         built.log = self._built_together.get(lesson.slug, "") + built.log
+        return built, program, target
+
+    def _lesson_run(self, lesson: Lesson) -> "LessonRun":
+        return LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
+                         on_listing=self._remember, profile=self.profile,
+                         case_timeouts=self.settings.case_timeouts.get(lesson.slug))
+
+    def _prepare_all(self, built: dict, checker: integrity.Checker) -> dict:
+        """{lesson: Prepared}: every built lesson's object checks, several at once (binutils only,
+        before any case runs: nothing that measures time runs beside them), then each listing in
+        turn (run_limited, which ends whatever its program left running, runs one at a time)."""
+        lessons = [lesson for lesson in self.settings.lessons if lesson.slug in built and built[lesson.slug][0].ok]
+        checker_or_none = checker if self.settings.object_checks else None
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            jobs = {lesson.slug: pool.submit(check_built, lesson, built[lesson.slug][1], built[lesson.slug][2],
+                                             checker_or_none, self._lesson_run(lesson)) for lesson in lessons}
+            checked = {slug: job.result() for slug, job in jobs.items()}
+        return {lesson.slug: prepare_built(lesson, built[lesson.slug][1], built[lesson.slug][2], checker_or_none,
+                                           self._lesson_run(lesson), refused=checked[lesson.slug])
+                for lesson in lessons}
+
+    def _grade_lesson(self, lesson: Lesson, built: tuple, prepared: "Prepared | None"):
+        built, program, target = built
         if not built.ok:
             grade = self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
             if built.message.startswith("the build wrote a file larger") or "printed more than" in built.message:
                 grade.findings.append(built.message.splitlines()[0])
             return grade
-        program = meson_build.program_path(build, lesson.target, programs)
-        target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
-            build.resolve()) else lesson.target
-        how = LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
-                        on_listing=self._remember, profile=self.profile,
-                        case_timeouts=self.settings.case_timeouts.get(lesson.slug))
-        return grade_built(lesson, program, target, checker if self.settings.object_checks else None, how, built.log)
+        return grade_built(lesson, program, target, None, self._lesson_run(lesson), built.log, prepared=prepared)
 
     def _build_all(self, source: Path, build: Path, lessons: list[Lesson]) -> None:
         """Builds every lesson that is to be built at once, inside the sandbox (Ninja's -k 0: what
@@ -305,22 +334,50 @@ def refuse(lesson: Lesson, problems: list[str], log: str, unusable: Callable[...
     return grade
 
 
+@dataclasses.dataclass
+class Prepared:
+    """What grading a built lesson learns before any case runs: the object checks' refusals, or
+    why its cases cannot be listed, or the listing. Learning it touches no build folder and
+    measures no time, so the grader learns it for several lessons at once."""
+
+    listing: runner.Listing | None = None
+    refused: list[str] = dataclasses.field(default_factory=list)
+    unlistable: str = ""
+
+
+def check_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None,
+                how: LessonRun) -> list[str]:
+    """What the object checks refuse in the student's object (checker None: not checked)."""
+    with how.span("object checks", lesson):
+        return checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
+
+
+def prepare_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None,
+                  how: LessonRun, refused: list[str] | None = None) -> Prepared:
+    """The student's object checked (`refused`: checked already), then the cases listed."""
+    problems = check_built(lesson, program, target, checker, how) if refused is None else refused
+    if problems:
+        return Prepared(refused=problems)
+    try:
+        with how.status(f"listing the cases of {lesson.target}"), how.span("list cases", lesson):
+            return Prepared(listing=runner.list_cases(program, timeout=how.timeout, run=how.run))
+    except (runner.ProgramError, OSError) as error:
+        return Prepared(unlistable=f"the test program {lesson.target} could not list its cases: {error}")
+
+
 def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None, how: LessonRun,
-                log: str = "") -> LessonGrade:
+                log: str = "", prepared: Prepared | None = None) -> LessonGrade:
     """Grades a lesson whose program built: the student's object checked (checker None: not
     checked), its cases listed and run (all in one process, then alone each that did not pass:
     a crash, a hang or a broken CUDA context costs only the case that caused it), results only
-    through the result channel, skips judged against the grader's own GPU count."""
-    with how.span("object checks", lesson):
-        problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
-    if problems:
-        return refuse(lesson, problems, log, how.unusable)
-    try:
-        with how.status(f"listing the cases of {lesson.target}"), how.span("list cases", lesson):
-            listing = runner.list_cases(program, timeout=how.timeout, run=how.run)
-    except (runner.ProgramError, OSError) as error:
-        return how.unusable(lesson, BUILD_FAILED, f"the test program {lesson.target} could not list its cases: {error}",
-                            log=log)
+    through the result channel, skips judged against the grader's own GPU count. With
+    `prepared` (prepare_built's, learned beforehand), the checks and the listing are that."""
+    prepared = prepared or prepare_built(lesson, program, target, checker, how)
+    if prepared.refused:
+        return refuse(lesson, prepared.refused, log, how.unusable)
+    if prepared.unlistable:
+        return how.unusable(lesson, BUILD_FAILED, prepared.unlistable, log=log)
+    listing = prepared.listing
     how.on_listing(listing)
     grade = LessonGrade(lesson, log=log)
     timings: list[dict] = []
@@ -364,8 +421,13 @@ class Baseline:
         settings = self._grader.settings
         if self._programs is None:
             self._grader.say("staging the pristine course to learn the cases of lessons that did not build")
-            stage_pristine(settings)
-            self._programs = meson_build.target_programs(self._build)
+            with self._grader.profile.span("stage and build the starters"):
+                stage_pristine(settings)
+                self._programs = meson_build.target_programs(self._build)
+                # every graded lesson at once (most classes need several): each lesson's build below
+                # then has nothing left to do
+                meson_build.compile_target(self._build, self._source, [lesson.target for lesson in settings.lessons],
+                                           settings.build_timeout, settings.jobs, keep_going=True)
         built = meson_build.compile_target(self._build, self._source, lesson.target, settings.build_timeout,
                                            settings.jobs)
         if not built.ok:

@@ -181,6 +181,21 @@ def steps_of(log: str, lesson) -> str:
     return "\n".join(kept)
 
 
+def up_to_date(build_dir: Path, target_path: str) -> bool:
+    """Whether Ninja has nothing to do for `target_path` (relative to `build_dir`): its dry run
+    (`ninja -n`, which runs no command) says so. Ninja keeps in its log only the steps that
+    succeeded, so a step that failed is never up to date."""
+    ninja = shutil.which("ninja")
+    if not ninja:
+        return False
+    try:
+        done = subprocess.run([ninja, "-C", str(build_dir), "-n", target_path], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and "no work to do" in done.stdout
+
+
 def first_errors(log: str, build_dir: Path | None = None, source_dir: Path | None = None) -> str:
     """The first error lines of a compiler or linker log, with paths made course-relative."""
     lines = [_relative(line.strip(), build_dir, source_dir) for line in log.splitlines()]
