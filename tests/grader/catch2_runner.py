@@ -317,9 +317,9 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     watchdog) in its own run, the lesson is known to deadlock: every case still without a
     result runs alone, so that no further hang is waited for twice (once after other cases, once
     in its own process). Any other disagreement (every case reported but the exit status does not
-    fit, a process left running, too much output) and every case runs alone. The grader retries every case that did not pass (but see
-    worth_running_alone), so that a case failing only because an earlier one left the CUDA
-    context broken still gets its points. Each shared run gets twice the longest case time-out
+    fit, a process left running, too much output) and every case runs alone. The grader retries
+    every case that did not pass (but see worth_running_alone), so that a case failing only
+    because an earlier one left the CUDA context broken still gets its points. Each shared run gets twice the longest case time-out
     plus a minute (or ten times it, if less) per ten cases in all.
     `timings`, when given, receives one dict per run and per case (the grader's --profile).
     Raises ChannelError when the result channel holds anything the listener does not write.

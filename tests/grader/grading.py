@@ -115,7 +115,8 @@ class Grader:
         with tempfile.TemporaryDirectory(prefix="sandbox-start-") as scratch:
             outcome = limited_run.run_limited(["/bin/true"], 60, cwd=scratch, sandbox=self.sandbox,
                                               scratch=Path(scratch))
-        self.profile.add("sandbox start", outcome.seconds, detail=f"/bin/true: {runner.describe_exit(outcome.exit_code)}")
+        self.profile.add("sandbox start", outcome.seconds,
+                         detail=f"/bin/true: {runner.describe_exit(outcome.exit_code)}")
 
     def _probe_gpus(self) -> dict:
         """The GPU count from the grader's own probe, run like a test program (sandbox, limits).
@@ -180,7 +181,8 @@ class Grader:
                 if files[lesson] is not None:
                     with self.profile.span("source checks", lesson.slug):
                         refused[lesson.slug] = integrity.check_source(source / lesson.student_path)
-        wanted = [lesson for lesson in self.settings.lessons if files[lesson] is not None and not refused.get(lesson.slug)]
+        wanted = [lesson for lesson in self.settings.lessons
+                  if files[lesson] is not None and not refused.get(lesson.slug)]
         self._build_all(source, build, wanted)
         built = {lesson.slug: self._build_lesson(lesson, source, build, programs) for lesson in wanted}
         prepared = self._prepare_all(built, checker)
