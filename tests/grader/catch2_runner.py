@@ -177,11 +177,12 @@ def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
     return dataclasses.replace(run.limits, cpu_seconds=int(10 * seconds) + 60)
 
 
-def _run(program, args: list[str], timeout: float, scratch: Path, env, run: RunSettings, channel: bool) -> Outcome:
+def _run(program, args: list[str], timeout: float, scratch: Path, env, run: RunSettings, channel: bool,
+         stall=None) -> Outcome:
     program = Path(program).resolve()  # it runs in `scratch`, not here
     return run_limited([str(program), *args], timeout, cwd=scratch, env=clean_env(env),
                        limits=_limits_for(run, timeout), sandbox=run.sandbox, scratch=scratch, channel=channel,
-                       readable=[Path(program).resolve().parent])
+                       readable=[Path(program).resolve().parent], stall_timeout=stall)
 
 
 # ----------------------------------------------------------------------------- listing
@@ -294,45 +295,130 @@ def worth_running_alone(result: CaseResult) -> bool:
 
 
 def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_alone=None, cwd=None,
-              env=None, run: RunSettings = DEFAULT_RUN) -> list[CaseResult]:
+              env=None, run: RunSettings = DEFAULT_RUN, case_timeouts: dict[str, float] | None = None,
+              timings: list[dict] | None = None) -> list[CaseResult]:
     """Runs every case in ONE process first (fast: CUDA and NCCL start once), then runs alone,
     with run_case, each case that has no result from that run, and each case for which
     `retry_alone(result)` is true.
 
-    A result of the shared run counts only when the whole run agrees with itself: it ended on
-    its own, left no process behind, and its exit status is the one its results imply;
-    otherwise every case runs again alone. The grader retries every case that did not pass (but
-    see worth_running_alone), so that a case failing only because an earlier one left the CUDA
-    context broken still gets its points. `timeout` is per case; the shared run gets twice that plus a minute (or ten
-    times `timeout`, if less) per ten cases.
+    Each case has `timeout` seconds (`case_timeouts[name]` where given) in the shared run too: the
+    run is stopped when no result has come for that long (limited_run's stall time-out). A result
+    of the shared run counts when the whole run agrees with itself: it ended on its own, left no
+    process behind, and its exit status is the one its results imply. A run that STOPPED at a case
+    (a hang, the watchdog, a crash: no result for that case, results for exactly the cases before
+    it, nothing left running, output within its cap) keeps the results of the cases before it,
+    and then:
+      - if the case it stopped at was the run's first, that run was the case's own run (a fresh
+        process that had run nothing else): its outcome is the case's result, not run again;
+      - otherwise the next run starts with that case, so it gets a fresh process of its own
+        before anything else runs in it (a case that hung only because of what earlier cases
+        left behind passes there);
+    and the cases after it run on together in that next run. Once a case has hung (or tripped the
+    watchdog) in its own run, the lesson is known to deadlock: every case still without a
+    result runs alone, so that no further hang is waited for twice (once after other cases, once
+    in its own process). Any other disagreement (every case reported but the exit status does not
+    fit, a process left running, too much output) and every case runs alone. The grader retries
+    every case that did not pass (but see worth_running_alone), so that a case failing only
+    because an earlier one left the CUDA context broken still gets its points. Each shared run gets twice the longest case time-out
+    plus a minute (or ten times it, if less) per ten cases in all.
+    `timings`, when given, receives one dict per run and per case (the grader's --profile).
     Raises ChannelError when the result channel holds anything the listener does not write.
     """
     if not cases:
         return []
-    shared_timeout = 2 * timeout + min(60, 10 * timeout) * (1 + len(cases) // 10)
-    with tempfile.TemporaryDirectory(prefix="catch2-all-") as scratch:
-        outcome = _run(program, ["--reporter", "console"], shared_timeout, Path(scratch), env, run, channel=True)
-    records = read_records(outcome, [case.name for case in cases])
-    complete = len(records) == len(cases)
-    trusted = (complete and not outcome.timed_out and not outcome.output_exceeded and not outcome.left_behind
-               and outcome.exit_code == expected_exit_code(list(records.values())))
-    results = []
-    for case in cases:
-        record = records.get(case.name)
-        if record is None or not trusted:
-            results.append(run_case(program, case, timeout, env=env, run=run))
-            continue
+    limits = {case.name: (case_timeouts or {}).get(case.name, timeout) for case in cases}
+    results: dict[str, CaseResult] = {}
+    shared_findings: list[str] = []
+    pending = list(cases)
+    every_case = True  # the first run selects no case by name: the program runs all its visible cases
+
+    def accept(case: TestCase, record: dict, outcome: Outcome, together: int) -> None:
         status, message = _record_status(record)
         result = judge_skip(CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
-                                       stderr=outcome.stderr, shared_with=len(cases)), run.gpus)
+                                       stderr=outcome.stderr, shared_with=together), run.gpus)
         if retry_alone is not None and retry_alone(result):
-            result = run_case(program, case, timeout, env=env, run=run)
-        results.append(result)
-    # What a person should read about the shared run stays, whatever the cases' own runs said.
-    shared = [f"{finding} (the run of all cases together)" for finding in findings_of(outcome)]
+            result = _alone(program, case, limits[case.name], env, run, timings)
+        results[case.name] = result
+
+    deadlocks = False  # a case hung in its own run: the rest run alone
+    while pending:
+        if deadlocks:
+            for case in pending:
+                results[case.name] = _alone(program, case, limits[case.name], env, run, timings)
+            break
+        outcome = _run_together(program, pending, limits, every_case, env, run)
+        every_case = False
+        records = read_records(outcome, [case.name for case in pending])
+        _time_run(outcome, pending, records, timings)
+        shared_findings += findings_of(outcome)
+        complete = len(records) == len(pending)
+        if complete and not outcome.timed_out and not outcome.output_exceeded and not outcome.left_behind \
+                and outcome.exit_code == expected_exit_code(list(records.values())):
+            for case in pending:
+                accept(case, records[case.name], outcome, len(pending))
+            break
+        stop = next(index for index, case in enumerate(pending + [None]) if case is None or case.name not in records)
+        stopped_early = (not complete and len(records) == stop and not outcome.output_exceeded
+                         and not outcome.left_behind and not outcome.channel_exceeded)
+        if not stopped_early:
+            for case in pending:
+                results[case.name] = _alone(program, case, limits[case.name], env, run, timings)
+            break
+        for case in pending[:stop]:
+            accept(case, records[case.name], outcome, len(pending))
+        if stop == 0:  # the case ran first in a fresh process: that was its own run
+            case = pending[0]
+            status, message = classify(case, outcome, None, limits[case.name])
+            result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
+                                seconds=outcome.seconds, stdout=outcome.stdout, stderr=outcome.stderr,
+                                shared_with=1 if len(pending) > 1 else 0)
+            result.findings = findings_of(outcome)
+            results[case.name] = judge_skip(result, run.gpus)
+            deadlocks = status == TIMED_OUT
+            stop = 1
+        pending = pending[stop:]
+    ordered = [results[case.name] for case in cases]
+    # What a person should read about the shared runs stays, whatever the cases' own runs said.
+    shared = [f"{finding} (the run of all cases together)" for finding in dict.fromkeys(shared_findings)]
     if shared:
-        results[0].findings = shared + results[0].findings
-    return results
+        ordered[0].findings = shared + ordered[0].findings
+    return ordered
+
+
+def _run_together(program, pending: list[TestCase], limits: dict[str, float], every_case: bool, env,
+                  run: RunSettings) -> Outcome:
+    """One process running `pending` (all the program's cases when `every_case`), each case given
+    its own limit since the previous result."""
+    longest = max(limits[case.name] for case in pending)
+    total = 2 * longest + min(60, 10 * longest) * (1 + len(pending) // 10)
+    selection = [] if every_case else [",".join(escape_test_name(case.name) for case in pending)]
+    with tempfile.TemporaryDirectory(prefix="catch2-all-") as scratch:
+        return _run(program, selection + ["--reporter", "console"], total, Path(scratch), env, run, channel=True,
+                    stall=[limits[case.name] for case in pending])
+
+
+def _alone(program, case: TestCase, timeout: float, env, run: RunSettings, timings: list[dict] | None) -> CaseResult:
+    result = run_case(program, case, timeout, env=env, run=run)
+    if timings is not None:
+        timings.append({"step": "alone", "case": case.name, "seconds": round(result.seconds, 3),
+                        "status": result.status})
+    return result
+
+
+def _time_run(outcome: Outcome, pending: list[TestCase], records: dict[str, dict], timings: list[dict] | None) -> None:
+    """One shared run's entry in `timings`, and each reported case's time in it: from the
+    previous result (the first case's from the start, so it holds the process's start-up)."""
+    if timings is None:
+        return
+    ended = "stalled" if outcome.stalled else "timed out" if outcome.timed_out else describe_exit(outcome.exit_code)
+    timings.append({"step": "shared run", "cases": len(pending), "reported": len(records),
+                    "seconds": round(outcome.seconds, 3), "ended": ended})
+    names = sorted(records, key=lambda name: records[name]["seq"])
+    previous = 0.0
+    for name, arrived in zip(names, outcome.record_seconds):
+        timings.append({"step": "case", "case": name, "seconds": round(arrived - previous, 3),
+                        "status": records[name]["status"], "first": previous == 0.0})
+        previous = arrived
 
 
 def _record_status(record: dict) -> tuple[str, str]:

@@ -49,6 +49,9 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS, EXIT_MISSING = 0, 1, 2, 3, slurm_
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 
 
+REFERENCE_FLOOR, REFERENCE_FACTOR = 10.0, 5.0  # --reference-profile: a case's time-out from the reference's
+
+
 class UsageError(Exception):
     """A bad command line (exit status 2)."""
 
@@ -93,6 +96,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--require-gpus", action="store_true",
                         help="instructors: a case skipped for missing GPUs is an error (exit status 3)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where the time went (per submission and lesson: staging, configure, builds, "
+                             "checks, each case's run) and write it to <out>/profile.json and profile.txt")
+    parser.add_argument("--reference-profile", type=Path, metavar="FILE",
+                        help="a profile.json of the reference solutions graded on this machine (--profile): each "
+                             "case's time-out becomes max(%g s, %gx its time there), at most --timeout"
+                             % (REFERENCE_FLOOR, REFERENCE_FACTOR))
     parser.add_argument("--list-lessons", action="store_true",
                         help="print each lesson's student file (the one file taken from a submission) and stop")
     sandbox = parser.add_argument_group("sandbox and integrity checks (tests/grader/README.md)")
@@ -143,6 +153,24 @@ def default_build_dir(course: Path) -> Path:
     return folder
 
 
+def reference_timeouts(profile: Path, timeout: float) -> dict[str, dict[str, float]]:
+    """{lesson: {case: seconds}} from a profile.json of the reference solutions: each case's longest
+    time there (in a shared run, the first case's includes the process's start-up; a lone run's
+    too), times REFERENCE_FACTOR, at least REFERENCE_FLOOR, at most `timeout`. A case the
+    reference never ran keeps `timeout`."""
+    try:
+        rows = json.loads(profile.read_text())["rows"]
+        longest: dict[str, dict[str, float]] = {}
+        for row in rows:
+            if row["step"] in ("case", "alone") and row["lesson"]:
+                cases = longest.setdefault(row["lesson"], {})
+                cases[row["detail"]] = max(cases.get(row["detail"], 0.0), float(row["seconds"]))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"--reference-profile {profile}: not a profile.json that grade.py --profile wrote ({error})")
+    return {lesson: {case: min(timeout, max(REFERENCE_FLOOR, REFERENCE_FACTOR * seconds))
+                     for case, seconds in cases.items()} for lesson, cases in longest.items()}
+
+
 def lesson_table(course: Path) -> str:
     """Each lesson's student file and the other sources of its folder, as the Markdown table of
     the README's quick start (tests/grader/README.md; the grader's own tests compare the two)."""
@@ -188,7 +216,9 @@ def make_settings(args: argparse.Namespace) -> Settings:
     out = (args.out or build_root / "grade").resolve()
     submissions = [p.resolve() for p in (args.submission, args.batch) if p is not None]
     sandbox = Sandbox.off("--no-sandbox") if args.no_sandbox else Sandbox.detect(args.bwrap)
+    case_timeouts = reference_timeouts(args.reference_profile, args.timeout) if args.reference_profile else {}
     return Settings(course=course, build_root=build_root, lessons=lessons, timeout=args.timeout,
+                    case_timeouts=case_timeouts,
                     build_timeout=args.build_timeout, jobs=args.jobs, quiet=args.quiet, out=out,
                     keep_out=submissions, sandbox=sandbox, allow_headers=args.allow_header,
                     allow_symbols=args.allow_symbol, object_checks=not args.no_object_checks)
@@ -241,6 +271,7 @@ def grade_single(settings: Settings, args: argparse.Namespace, out: Path) -> lis
     grader = Grader(settings)
     record = MachineRecord(grader)
     start = time.monotonic()
+    grader.profile.submission = "course" if args.submission is None else args.submission.resolve().name
     if args.submission is None:
         lessons = grader.grade_working_tree()
         grade = grader.make_grade("course", f"the working tree {settings.course}", lessons, record.get())
@@ -248,7 +279,9 @@ def grade_single(settings: Settings, args: argparse.Namespace, out: Path) -> lis
         submission = args.submission.resolve()
         lessons = grader.grade_submission(submission, settings.build_root / "submission")
         grade = grader.make_grade(submission.name, f"the submission {submission}", lessons, record.get())
-    write_outputs(grade, out, time.monotonic() - start)
+    with grader.profile.span("reports"):
+        write_outputs(grade, out, time.monotonic() - start)
+    finish_profile(grader, args, out)
     print(report_text.render(grade), end="")
     print(f"\nReports: {out}/ (report.txt, results.json, junit.xml, machine.json, logs/)")
     return [grade]
@@ -282,6 +315,7 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
     gpu_settings = machine.gpu_state()
     for folder in folders:
         student, start = folder.name, time.monotonic()
+        grader.profile.submission = student
         grader.say(f"===== {student}")
         try:
             # One build folder for the whole class: each student's course is staged afresh, and
@@ -302,7 +336,8 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
             if lessons:
                 lessons[0].findings.append(finding)
         grade = grader.make_grade(student, f"the submission {folder}", lessons, record.get())
-        write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
+        with grader.profile.span("reports"):
+            write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
         rows.append((student, grade, ""))
         print(batch_line(grade, out / layout.safe_name(student) / "report.txt"))
@@ -313,11 +348,20 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
     csv_path = (args.csv or out / "grades.csv").resolve()
     report_csv.write_csv(csv_path, settings.lessons, rows)
     (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
+    finish_profile(grader, args, out)
     print(f"\nCSV: {csv_path}\nMachine: {machine.describe(record.get())}")
     notes = sorted({grade.ungraded_note() for grade in grades} - {""})
     if notes:
         print("Ungraded: " + "\n          ".join(notes))
     return grades, failed
+
+
+def finish_profile(grader: Grader, args: argparse.Namespace, out: Path) -> None:
+    """With --profile: the profile on stderr and in <out>/profile.json and profile.txt."""
+    if not args.profile:
+        return
+    grader.profile.write(out)
+    print(grader.profile.text() + f"Profile: {out}/profile.json, profile.txt", file=sys.stderr)
 
 
 def batch_line(grade: Grade, report: Path) -> str:
@@ -358,6 +402,7 @@ def grading_options(args: argparse.Namespace, settings: Settings) -> list[str]:
     options = ["--lessons", ",".join(lesson.slug for lesson in settings.lessons),
                "--timeout", f"{args.timeout:g}", "--build-timeout", f"{args.build_timeout:g}"]
     options += ["-j", str(args.jobs)] if args.jobs else []
+    options += ["--reference-profile", str(args.reference_profile.resolve())] if args.reference_profile else []
     options += [flag for flag, on in (("--require-gpus", args.require_gpus), ("--quiet", args.quiet),
                                       ("--no-sandbox", args.no_sandbox),
                                       ("--no-object-checks", args.no_object_checks)) if on]

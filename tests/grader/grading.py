@@ -16,9 +16,11 @@ other student's on this machine.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -30,6 +32,7 @@ import course_layout as layout
 import integrity
 import limited_run
 import meson_build
+import profiling
 from course_layout import Lesson
 from sandbox import Sandbox
 from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
@@ -55,6 +58,7 @@ class Settings:
     allow_headers: list[str] = dataclasses.field(default_factory=list)  # --allow-header
     allow_symbols: list[str] = dataclasses.field(default_factory=list)  # --allow-symbol
     object_checks: bool = True  # False: --no-object-checks (trying the other defences)
+    case_timeouts: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # {lesson: {case: s}}
 
     def staging_exclusions(self) -> list[Path]:
         """Folders that may sit inside the course but are not part of it."""
@@ -69,6 +73,8 @@ class Grader:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.warnings: list[str] = []
+        self.profile = profiling.Profile()
+        self._built_together: dict[str, str] = {}  # {lesson: its steps of the build of all lessons}
         self._baseline = Baseline(self)
         self.subreaper = limited_run.become_subreaper()
         self.sandbox = settings.sandbox or Sandbox.off("not requested")
@@ -76,7 +82,9 @@ class Grader:
             ([settings.out] if settings.out else [])
         self.run = runner.RunSettings(sandbox=self.sandbox,
                                       limits=limited_run.Limits(processes=limited_run.user_process_limit()))
-        self.gpu_probe = self._probe_gpus()
+        self._time_sandbox_start()
+        with self.profile.span("gpu probe"):
+            self.gpu_probe = self._probe_gpus()
         self.run.gpus = self.gpu_probe["gpus"]
         if not settings.object_checks:
             self.warn("the headers and symbols of student objects were NOT checked (--no-object-checks): "
@@ -91,13 +99,24 @@ class Grader:
     def grade_submission(self, submission: Path, work: Path) -> list[LessonGrade]:
         """Stages the course with the submission's student files in `work`, and grades it.
         The student files are read before staging, so `solutions` itself can be graded."""
-        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
-        contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
-        source = work / "course"
-        layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
-        for lesson, data in contents.items():
-            layout.place_student_bytes(data, source, lesson)
+        with self.profile.span("stage"):
+            files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
+            contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
+            source = work / "course"
+            layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
+            for lesson, data in contents.items():
+                layout.place_student_bytes(data, source, lesson)
         return self._grade_tree(source, work / "build", files=files, submission=submission)
+
+    def _time_sandbox_start(self) -> None:
+        """What starting the sandbox costs (every sandboxed run pays it), for the profile."""
+        if not self.sandbox.enabled or not Path("/bin/true").exists():
+            return
+        with tempfile.TemporaryDirectory(prefix="sandbox-start-") as scratch:
+            outcome = limited_run.run_limited(["/bin/true"], 60, cwd=scratch, sandbox=self.sandbox,
+                                              scratch=Path(scratch))
+        self.profile.add("sandbox start", outcome.seconds,
+                         detail=f"/bin/true: {runner.describe_exit(outcome.exit_code)}")
 
     def _probe_gpus(self) -> dict:
         """The GPU count from the grader's own probe, run like a test program (sandbox, limits).
@@ -148,46 +167,120 @@ class Grader:
     # ------------------------------------------------------------------ one tree
 
     def _grade_tree(self, source: Path, build: Path, files: dict, submission: Path | None = None):
-        self.say(f"configuring {build}")
-        meson_build.setup(build, source, self.settings.setup_timeout)
+        with self.profile.span("configure") as _:
+            if meson_build.setup_once(build, source, self.settings.setup_timeout):
+                self.say(f"configured {build}")
+            else:
+                self.say(f"using {build} (configured already)")
         programs = meson_build.target_programs(build)
         checker = integrity.Checker(build, source, self.settings.allow_headers, self.settings.allow_symbols,
                                     course=self.settings.course)
+        refused = {}
+        if self.settings.object_checks:
+            for lesson in self.settings.lessons:
+                if files[lesson] is not None:
+                    with self.profile.span("source checks", lesson.slug):
+                        refused[lesson.slug] = integrity.check_source(source / lesson.student_path)
+        wanted = [lesson for lesson in self.settings.lessons
+                  if files[lesson] is not None and not refused.get(lesson.slug)]
+        self._build_all(source, build, wanted)
+        built = {lesson.slug: self._build_lesson(lesson, source, build, programs) for lesson in wanted}
+        prepared = self._prepare_all(built, checker)
         grades = []
         for lesson in self.settings.lessons:
             if files[lesson] is None:
                 grade = self._unusable(lesson, MISSING, missing_message(submission, lesson))
+            elif refused.get(lesson.slug):
+                grade = refuse(lesson, refused[lesson.slug], "", self._unusable)
             else:
-                grade = self._grade_lesson(lesson, source, build, programs, checker)
+                grade = self._grade_lesson(lesson, built[lesson.slug], prepared.get(lesson.slug))
             grades.append(grade)
             self.say(f"[{lesson.slug}] {grade.earned}/{grade.possible if grade.cases_known else '?'} points"
                      + (f" ({grade.first_problem()})" if grade.first_problem() else ""))
         return grades
 
-    def _grade_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict,
-                      checker: integrity.Checker):
+    def _build_lesson(self, lesson: Lesson, source: Path, build: Path, programs: dict) -> tuple:
+        """(BuildResult, program, target) of the lesson's own build: nothing to do when the build
+        of all lessons built it (Ninja's dry run says so, running nothing), else its build inside
+        the sandbox, whose outcome (the compiler's errors) is the lesson's."""
         if programs and lesson.target not in programs:
             self.warn(f"the course's Meson build has no target {lesson.target}")
         self.say(f"[{lesson.slug}] building {lesson.target}")
-        if self.settings.object_checks:
-            refused = integrity.check_source(source / lesson.student_path)
-            if refused:
-                return refuse(lesson, refused, "", self._unusable)
-        # The student's file is compiled inside the sandbox: it sees only the staged course (no
-        # solutions/) and what the build needs, and writes only into the build folder.
-        built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
-                                           self.settings.jobs, sandbox=self.sandbox)
+        program = meson_build.program_path(build, lesson.target, programs)
+        target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
+            build.resolve()) else lesson.target
+        with self.profile.span("build lesson", lesson.slug):
+            if lesson.slug in self._built_together and meson_build.up_to_date(build, target):
+                built = meson_build.BuildResult(True, "", "(nothing left to do: built with the other lessons)\n")
+            else:
+                # The student's file is compiled inside the sandbox: it sees only the staged course
+                # (no solutions/) and what the build needs, and writes only into the build folder.
+                built = meson_build.compile_target(build, source, lesson.target, self.settings.build_timeout,
+                                                   self.settings.jobs, sandbox=self.sandbox)
+        built.log = self._built_together.get(lesson.slug, "") + built.log
+        return built, program, target
+
+    def _lesson_run(self, lesson: Lesson) -> "LessonRun":
+        return LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
+                         on_listing=self._remember, profile=self.profile,
+                         case_timeouts=self.settings.case_timeouts.get(lesson.slug))
+
+    def _prepare_all(self, built: dict, checker: integrity.Checker) -> dict:
+        """{lesson: Prepared}: every built lesson's object checks, several at once (binutils only,
+        before any case runs: nothing that measures time runs beside them), then each listing in
+        turn (run_limited, which ends whatever its program left running, runs one at a time)."""
+        lessons = [lesson for lesson in self.settings.lessons if lesson.slug in built and built[lesson.slug][0].ok]
+        checker_or_none = checker if self.settings.object_checks else None
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            jobs = {lesson.slug: pool.submit(check_built, lesson, built[lesson.slug][1], built[lesson.slug][2],
+                                             checker_or_none, self._lesson_run(lesson)) for lesson in lessons}
+            checked = {slug: job.result() for slug, job in jobs.items()}
+        return {lesson.slug: prepare_built(lesson, built[lesson.slug][1], built[lesson.slug][2], checker_or_none,
+                                           self._lesson_run(lesson), refused=checked[lesson.slug])
+                for lesson in lessons}
+
+    def _grade_lesson(self, lesson: Lesson, built: tuple, prepared: "Prepared | None"):
+        built, program, target = built
         if not built.ok:
             grade = self._unusable(lesson, BUILD_FAILED, built.message, log=built.log)
             if built.message.startswith("the build wrote a file larger") or "printed more than" in built.message:
                 grade.findings.append(built.message.splitlines()[0])
             return grade
-        program = meson_build.program_path(build, lesson.target, programs)
-        target = str(program.resolve().relative_to(build.resolve())) if program.resolve().is_relative_to(
-            build.resolve()) else lesson.target
-        how = LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
-                        on_listing=self._remember)
-        return grade_built(lesson, program, target, checker if self.settings.object_checks else None, how, built.log)
+        return grade_built(lesson, program, target, None, self._lesson_run(lesson), built.log, prepared=prepared)
+
+    def _build_all(self, source: Path, build: Path, lessons: list[Lesson]) -> None:
+        """Builds every lesson that is to be built at once, inside the sandbox (Ninja's -k 0: what
+        fails does not stop the rest), so the course's objects and all the student files compile
+        side by side on every core. Its outcome decides nothing: each lesson's own build that
+        follows (then only a check that all is up to date, or the failure again) gives that
+        lesson's log and verdict, as before."""
+        self._built_together = {}
+        if len(lessons) < 2:
+            return
+        offset = profiling.ninja_log_offset(build)
+        with self.profile.span("build all lessons", detail=f"{len(lessons)} lessons"):
+            together = meson_build.compile_target(build, source, [lesson.target for lesson in lessons],
+                                                  self.settings.build_timeout, self.settings.jobs,
+                                                  sandbox=self.sandbox, keep_going=True)
+        for lesson in lessons:  # each lesson's log shows its steps of that build (the compiler's warnings)
+            steps = meson_build.steps_of(together.log, lesson)
+            if steps:
+                self._built_together[lesson.slug] = f"===== built with the other lessons at once:\n{steps}\n" \
+                    "===== the lesson's own build:\n"
+        steps = profiling.ninja_steps(build, offset)
+        for lesson in lessons:
+            mangled = f"_lessons_{lesson.slug}_{lesson.student_filename}.o"
+            for output, seconds in steps.items():
+                if output.endswith(mangled):
+                    self.profile.add("compile student file", seconds, lesson.slug, output)
+                elif Path(output).name == lesson.target:
+                    self.profile.add("link", seconds, lesson.slug, output)
+        others = sum(seconds for output, seconds in steps.items()
+                     if not any(output.endswith(f"_lessons_{lesson.slug}_{lesson.student_filename}.o")
+                                or Path(output).name == lesson.target for lesson in lessons))
+        if others:
+            self.profile.add("other build steps", others, detail="the course's own objects and libraries, "
+                             "CPU seconds summed over parallel steps")
 
     def _unusable(self, lesson: Lesson, status: str, message: str, log: str = "") -> LessonGrade:
         """A lesson whose program cannot run: its known cases are worth 0, with `message`."""
@@ -227,6 +320,11 @@ class LessonRun:
     say: Callable[[str], None] = lambda text: None
     on_listing: Callable[[runner.Listing], None] = lambda listing: None
     status: Callable[[str], contextlib.AbstractContextManager] = lambda text: contextlib.nullcontext()
+    profile: profiling.Profile | None = None  # where the steps' times go (the grader's --profile)
+    case_timeouts: dict[str, float] | None = None  # {case name: seconds}, instead of `timeout` for those cases
+
+    def span(self, step: str, lesson: Lesson):
+        return self.profile.span(step, lesson.slug) if self.profile else contextlib.nullcontext()
 
 
 def refuse(lesson: Lesson, problems: list[str], log: str, unusable: Callable[..., LessonGrade]) -> LessonGrade:
@@ -238,33 +336,66 @@ def refuse(lesson: Lesson, problems: list[str], log: str, unusable: Callable[...
     return grade
 
 
+@dataclasses.dataclass
+class Prepared:
+    """What grading a built lesson learns before any case runs: the object checks' refusals, or
+    why its cases cannot be listed, or the listing. Learning it touches no build folder and
+    measures no time, so the grader learns it for several lessons at once."""
+
+    listing: runner.Listing | None = None
+    refused: list[str] = dataclasses.field(default_factory=list)
+    unlistable: str = ""
+
+
+def check_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None,
+                how: LessonRun) -> list[str]:
+    """What the object checks refuse in the student's object (checker None: not checked)."""
+    with how.span("object checks", lesson):
+        return checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
+
+
+def prepare_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None,
+                  how: LessonRun, refused: list[str] | None = None) -> Prepared:
+    """The student's object checked (`refused`: checked already), then the cases listed."""
+    problems = check_built(lesson, program, target, checker, how) if refused is None else refused
+    if problems:
+        return Prepared(refused=problems)
+    try:
+        with how.status(f"listing the cases of {lesson.target}"), how.span("list cases", lesson):
+            return Prepared(listing=runner.list_cases(program, timeout=how.timeout, run=how.run))
+    except (runner.ProgramError, OSError) as error:
+        return Prepared(unlistable=f"the test program {lesson.target} could not list its cases: {error}")
+
+
 def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.Checker | None, how: LessonRun,
-                log: str = "") -> LessonGrade:
+                log: str = "", prepared: Prepared | None = None) -> LessonGrade:
     """Grades a lesson whose program built: the student's object checked (checker None: not
     checked), its cases listed and run (all in one process, then alone each that did not pass:
     a crash, a hang or a broken CUDA context costs only the case that caused it), results only
-    through the result channel, skips judged against the grader's own GPU count."""
-    problems = checker.check(lesson.student_path, f"lessons/{lesson.slug}", target, program) if checker else []
-    if problems:
-        return refuse(lesson, problems, log, how.unusable)
-    try:
-        with how.status(f"listing the cases of {lesson.target}"):
-            listing = runner.list_cases(program, timeout=how.timeout, run=how.run)
-    except (runner.ProgramError, OSError) as error:
-        return how.unusable(lesson, BUILD_FAILED, f"the test program {lesson.target} could not list its cases: {error}",
-                            log=log)
+    through the result channel, skips judged against the grader's own GPU count. With
+    `prepared` (prepare_built's, learned beforehand), the checks and the listing are that."""
+    prepared = prepared or prepare_built(lesson, program, target, checker, how)
+    if prepared.refused:
+        return refuse(lesson, prepared.refused, log, how.unusable)
+    if prepared.unlistable:
+        return how.unusable(lesson, BUILD_FAILED, prepared.unlistable, log=log)
+    listing = prepared.listing
     how.on_listing(listing)
     grade = LessonGrade(lesson, log=log)
+    timings: list[dict] = []
     try:
         with how.status(f"running {lesson.target}: {len(listing.cases)} cases"):
             results = runner.run_cases(program, listing.cases, how.timeout, run=how.run,
-                                       retry_alone=runner.worth_running_alone)
+                                       retry_alone=runner.worth_running_alone, case_timeouts=how.case_timeouts,
+                                       timings=timings)
     except runner.ChannelError as error:
         message = f"the results of {lesson.target} cannot be trusted: {error}"
         grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)
         grade.results = [runner.stand_in(case, INVALID, message, how.run.gpus) for case in listing.cases]
         grade.findings.append(f"result channel: {error}")
         return grade
+    if how.profile:
+        how.profile.add_runs(lesson.slug, timings)
     for case, result in zip(listing.cases, results):
         how.say(f"[{lesson.slug}]   {label(result.status):9} {case.name}")
         grade.results.append(result)
@@ -292,8 +423,13 @@ class Baseline:
         settings = self._grader.settings
         if self._programs is None:
             self._grader.say("staging the pristine course to learn the cases of lessons that did not build")
-            stage_pristine(settings)
-            self._programs = meson_build.target_programs(self._build)
+            with self._grader.profile.span("stage and build the starters"):
+                stage_pristine(settings)
+                self._programs = meson_build.target_programs(self._build)
+                # every graded lesson at once (most classes need several): each lesson's build below
+                # then has nothing left to do
+                meson_build.compile_target(self._build, self._source, [lesson.target for lesson in settings.lessons],
+                                           settings.build_timeout, settings.jobs, keep_going=True)
         built = meson_build.compile_target(self._build, self._source, lesson.target, settings.build_timeout,
                                            settings.jobs)
         if not built.ok:

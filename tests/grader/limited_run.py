@@ -56,6 +56,8 @@ class Outcome:
     channel_exceeded: bool = False  # more than CHANNEL_CAP bytes came through it
     token: str = ""  # the token the channel's records must carry
     left_behind: int = 0  # processes still running after the command ended, killed
+    record_seconds: list[float] = dataclasses.field(default_factory=list)  # when each channel line arrived
+    stalled: bool = False  # killed because no channel line came for `stall_timeout` seconds
 
 
 @dataclasses.dataclass
@@ -101,8 +103,10 @@ def user_process_limit(extra: int = 2048) -> int:
 class _BoundedReader(threading.Thread):
     """Drains one pipe, keeping its first `head` and its last `tail` bytes."""
 
-    def __init__(self, stream, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, on_data=None):
+    def __init__(self, stream, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, on_data=None, start=None):
         super().__init__(daemon=True)
+        self._start = start  # with a start time: the seconds after it at which each line ended
+        self.line_seconds: list[float] = []
         self._stream = stream
         self._head_limit, self._tail_limit = head, tail
         self._head = bytearray()
@@ -116,6 +120,8 @@ class _BoundedReader(threading.Thread):
         try:
             for chunk in iter(lambda: self._stream.read1(65536), b""):
                 self.total += len(chunk)
+                if self._start is not None and len(self.line_seconds) < 100_000:
+                    self.line_seconds += [time.monotonic() - self._start] * chunk.count(b"\n")
                 self._keep(chunk)
                 if self._on_data:
                     self._on_data()
@@ -234,11 +240,16 @@ def _kill_group(pid: int) -> None:
 # ----------------------------------------------------------------------------- running
 
 def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limits: Limits | None = None,
-                sandbox=None, scratch: Path | None = None, channel: bool = False, readable=()) -> Outcome:
+                sandbox=None, scratch: Path | None = None, channel: bool = False, readable=(),
+                stall_timeout=None) -> Outcome:
     """Runs `argv`; after `timeout` seconds kills it and everything it started.
 
     stdin is closed, so a command that waits for input ends instead of hanging. With `sandbox`
     (a sandbox.Sandbox that is on), the command runs inside it with `scratch` writable.
+    With `channel` and `stall_timeout`, it is also killed (timed out, `stalled`) when no line has
+    come through the result channel for `stall_timeout` seconds since the start or the last line
+    (a list: its Nth number is the limit while N lines have come): a run of several cases then
+    gives each case the time a run of its own would have.
     """
     env = dict(os.environ if env is None else env)
     pass_fds: tuple[int, ...] = ()
@@ -276,10 +287,10 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
     readers += [_BoundedReader(proc.stdout, on_data=printed), _BoundedReader(proc.stderr, on_data=printed)]
     channel_reader = None
     if read_end is not None:
-        channel_reader = _BoundedReader(os.fdopen(read_end, "rb"), head=CHANNEL_CAP + 1, tail=0)
+        channel_reader = _BoundedReader(os.fdopen(read_end, "rb"), head=CHANNEL_CAP + 1, tail=0, start=start)
     for reader in readers + ([channel_reader] if channel_reader else []):
         reader.start()
-    timed_out = False
+    timed_out = stalled = False
     deadline = None if timeout is None else start + timeout
     while True:
         try:
@@ -289,9 +300,17 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
             pass
         if too_much.is_set():
             break
-        if deadline is not None and time.monotonic() > deadline:
+        now = time.monotonic()
+        if deadline is not None and now > deadline:
             timed_out = True
             break
+        if stall_timeout is not None and channel_reader is not None:
+            lines = channel_reader.line_seconds
+            limit = stall_timeout if not isinstance(stall_timeout, (list, tuple)) else \
+                stall_timeout[min(len(lines), len(stall_timeout) - 1)]
+            if now - start - (lines[-1] if lines else 0.0) > limit:
+                timed_out = stalled = True
+                break
     seconds = time.monotonic() - start
     left_behind = 0
     if proc.poll() is not None:  # it ended on its own: whatever it started and still runs was left behind
@@ -319,4 +338,6 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
                    stdout=readers[0].text(), stderr=readers[1].text(), seconds=seconds,
                    output_exceeded=output_exceeded, printed=sum(r.total for r in readers), output_cap=cap or 0,
                    channel=channel_data,
-                   channel_exceeded=exceeded, token=token, left_behind=left_behind)
+                   channel_exceeded=exceeded, token=token, left_behind=left_behind,
+                   record_seconds=list(channel_reader.line_seconds) if channel_reader else [],
+                   stalled=stalled and not output_exceeded)

@@ -66,6 +66,32 @@ def setup(build_dir: Path, source_dir: Path, timeout: float) -> str:
     return log
 
 
+def configured_for(build_dir: Path, source_dir: Path) -> bool:
+    """Whether `build_dir` was configured by `setup` for `source_dir` with today's options: then a
+    batch's next student needs no `meson setup --reconfigure` (seconds each). The staged course
+    keeps the course's modification times, so if a meson.build did change, Ninja's own
+    regeneration rule runs Meson again before it builds."""
+    try:
+        stamp = json.loads((build_dir / SETUP_STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return (build_dir / "build.ninja").is_file() and \
+        stamp == {"source": str(source_dir.resolve()), "options": SETUP_OPTIONS}
+
+
+def setup_once(build_dir: Path, source_dir: Path, timeout: float) -> bool:
+    """`setup`, unless `build_dir` is configured for `source_dir` already; True when it ran."""
+    if configured_for(build_dir, source_dir):
+        return False
+    (build_dir / SETUP_STAMP).unlink(missing_ok=True)
+    setup(build_dir, source_dir, timeout)
+    (build_dir / SETUP_STAMP).write_text(json.dumps({"source": str(source_dir.resolve()), "options": SETUP_OPTIONS}))
+    return True
+
+
+SETUP_STAMP = "grader-setup.json"
+
+
 def target_programs(build_dir: Path) -> dict[str, Path]:
     """{target name: program path} from `meson introspect --targets`; {} if that fails."""
     try:
@@ -111,11 +137,15 @@ def build_dependencies(build_dir: Path) -> list[Path]:
     return sorted(folder for folder in folders if not (folder.resolve() == build or build in folder.resolve().parents))
 
 
-def compile_target(build_dir: Path, source_dir: Path, target: str, timeout: float,
-                   jobs: int | None = None, sandbox=None) -> BuildResult:
-    """Builds one target; on failure the message holds the compiler's first error line(s).
-    With `sandbox` (on), the build runs inside it (see BUILD_FILE_BYTES)."""
-    argv = meson_command() + ["compile", "-C", str(build_dir), target] + (["-j", str(jobs)] if jobs else [])
+def compile_target(build_dir: Path, source_dir: Path, target: str | list[str], timeout: float,
+                   jobs: int | None = None, sandbox=None, keep_going: bool = False) -> BuildResult:
+    """Builds one target (or several: a list); on failure the message holds the compiler's first
+    error line(s). With `sandbox` (on), the build runs inside it (see BUILD_FILE_BYTES). With
+    `keep_going`, Ninja builds all it can when something fails (the grader's build of every
+    lesson at once, before each lesson's own build: a lesson that fails costs only its own)."""
+    targets = [target] if isinstance(target, str) else list(target)
+    argv = meson_command() + ["compile", "-C", str(build_dir)] + (["--ninja-args=-k0"] if keep_going else []) + \
+        targets + (["-j", str(jobs)] if jobs else [])
     env = dict(os.environ, CCACHE_DISABLE="1", HOME=str(build_dir))
     limits = Limits(file_bytes=BUILD_FILE_BYTES, output_cap=32 * 1024 * 1024)
     if sandbox is not None and sandbox.enabled:
@@ -134,6 +164,36 @@ def compile_target(build_dir: Path, source_dir: Path, target: str, timeout: floa
             message = f"the build wrote a file larger than {BUILD_FILE_BYTES // 2 ** 20} MB and was stopped\n" + message
         return BuildResult(False, message, log)
     return BuildResult(True, "", log)
+
+
+def steps_of(log: str, lesson) -> str:
+    """The steps of a Ninja log (each `[n/m] ...` line and what the compiler printed under it)
+    that built `lesson`'s objects or program."""
+    marks = (f"_lessons_{lesson.slug}_", f"-{lesson.number}.a", f"/{lesson.target}")
+    kept, keep = [], False
+    for line in log.splitlines():
+        if re.match(r"^\[\d+/\d+\] ", line) or line.startswith("FAILED: "):
+            keep = any(mark in line for mark in marks) if not line.startswith("FAILED: ") else keep
+        elif re.match(r"^(ninja: |INFO: )", line):
+            keep = False
+        if keep:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def up_to_date(build_dir: Path, target_path: str) -> bool:
+    """Whether Ninja has nothing to do for `target_path` (relative to `build_dir`): its dry run
+    (`ninja -n`, which runs no command) says so. Ninja keeps in its log only the steps that
+    succeeded, so a step that failed is never up to date."""
+    ninja = shutil.which("ninja")
+    if not ninja:
+        return False
+    try:
+        done = subprocess.run([ninja, "-C", str(build_dir), "-n", target_path], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and "no work to do" in done.stdout
 
 
 def first_errors(log: str, build_dir: Path | None = None, source_dir: Path | None = None) -> str:

@@ -96,7 +96,7 @@ def setUpModule():
         shutil.copy(source, COURSE / "common")
     if TOOLS_MISSING:
         return
-    done = run_grader("--build-dir", str(TMP / "default"))
+    done = run_grader("--build-dir", str(TMP / "default"), "--profile")
     DEFAULT.update(rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
     if done.returncode == 0:
         DEFAULT.update(read_outputs(TMP / "default" / "grade"))
@@ -256,6 +256,112 @@ def lesson_grade(number: str, *results: tuple[str, int, str, int], problem: str 
 
 def a_grade(*lessons) -> scoring.Grade:
     return scoring.Grade(student="alice", source="a test", lessons=list(lessons), machine={})
+
+
+# A stand-in for a lesson's test program that speaks the result channel as the course's main
+# does: FAKE_CASES="a:pass,b:hang,c:hang-after-a" lists its cases in order; an argument selects
+# some (a comma-separated list, as run_cases writes it); "hang" sleeps, "hang-after-a" sleeps
+# only when case a ran before it in the same process.
+FAKE_PROGRAM = """#!/usr/bin/env python3
+import json, os, sys, time
+setup = os.fdopen(int(os.environ["COURSE_RESULT_SETUP_FD"]), "rb").read().decode().split("\\n")
+channel = os.fdopen(int(os.environ["COURSE_RESULT_FD"]), "w")
+chosen = [a for a in sys.argv[1:] if not a.startswith("-") and a != "console"]
+ran, seq = [], 0
+for entry in os.environ["FAKE_CASES"].split(","):
+    name, how = entry.split(":")
+    if chosen and name not in chosen[0].split(","):
+        continue
+    if how == "hang" or (how == "hang-after-a" and "a" in ran):
+        time.sleep(60)
+    ran.append(name)
+    seq += 1
+    channel.write(json.dumps({"token": setup[0], "seq": seq, "case": name, "status": "passed", "message": ""}) + "\\n")
+    channel.flush()
+"""
+
+
+class RunCasesTests(unittest.TestCase):
+    """How run_cases goes on after a shared run that stopped at a case (a hang)."""
+
+    def run_fake(self, spec: str, timeout: float = 1.0):
+        folder = Path(tempfile.mkdtemp(prefix="fake-program-"))
+        self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
+        program = folder / "fake"
+        program.write_text(FAKE_PROGRAM)
+        program.chmod(0o755)
+        cases = [runner.TestCase(name=entry.split(":")[0], tags=[]) for entry in spec.split(",")]
+        timings: list[dict] = []
+        results = runner.run_cases(program, cases, timeout, retry_alone=runner.worth_running_alone,
+                                   env=dict(os.environ, FAKE_CASES=spec), timings=timings)
+        return {result.case.name: result.status for result in results}, timings
+
+    def test_a_case_that_hangs_first_in_its_process_is_not_run_again(self):
+        statuses, timings = self.run_fake("a:hang,b:pass,c:hang,d:pass")
+        self.assertEqual(statuses, {"a": runner.TIMED_OUT, "b": runner.PASSED, "c": runner.TIMED_OUT,
+                                    "d": runner.PASSED})
+        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
+                for t in timings if t["step"] != "case"]
+        # a hangs first in the first run: that was its own run, and the lesson deadlocks, so the
+        # rest run alone: c's hang is waited for once.
+        self.assertEqual(runs, [("shared run", 4, "stalled"), ("alone", "b", "passed"), ("alone", "c", "timed_out"),
+                                ("alone", "d", "passed")])
+
+    def test_a_hang_after_other_cases_gets_a_fresh_process_then_the_rest_run_alone(self):
+        statuses, timings = self.run_fake("a:pass,b:hang,c:pass,d:hang")
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.PASSED,
+                                    "d": runner.TIMED_OUT})
+        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
+                for t in timings if t["step"] != "case"]
+        self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
+                                ("alone", "d", "timed_out")])
+
+    def test_a_case_that_hangs_only_after_another_gets_a_fresh_process(self):
+        statuses, timings = self.run_fake("a:pass,b:hang-after-a,c:pass")
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.PASSED, "c": runner.PASSED})
+        runs = [(t["step"], t.get("cases"), t.get("ended")) for t in timings if t["step"] != "case"]
+        self.assertEqual(runs, [("shared run", 3, "stalled"), ("shared run", 2, "exit code 0")])
+
+    def test_a_run_that_agrees_with_itself_is_one_process(self):
+        statuses, timings = self.run_fake("a:pass,b:pass")
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.PASSED})
+        self.assertEqual([t["step"] for t in timings], ["shared run", "case", "case"])
+        self.assertTrue(timings[1]["first"])
+
+    def test_the_stall_time_out_is_per_case(self):
+        import limited_run
+        script = ("import os, time\n"
+                  "out = os.fdopen(int(os.environ['COURSE_RESULT_FD']), 'w')\n"
+                  "for _ in range(3):\n    time.sleep(0.6); out.write('x\\n'); out.flush()\n"
+                  "time.sleep(30)\n")
+        done = limited_run.run_limited([sys.executable, "-c", script], 60, channel=True, stall_timeout=1.5)
+        self.assertTrue(done.timed_out and done.stalled)
+        self.assertEqual(len(done.record_seconds), 3)
+        self.assertLess(done.seconds, 10)  # 3 lines 0.6 s apart, then 1.5 s without one
+
+
+class ProfileTests(unittest.TestCase):
+    def test_reference_timeouts(self):
+        rows = [{"submission": "solutions", "lesson": "06-nccl", "step": "case", "detail": "slow", "seconds": 4.0},
+                {"submission": "solutions", "lesson": "06-nccl", "step": "alone", "detail": "slow", "seconds": 5.0},
+                {"submission": "solutions", "lesson": "06-nccl", "step": "case", "detail": "quick", "seconds": 0.1},
+                {"submission": "solutions", "lesson": "07-x", "step": "case", "detail": "huge", "seconds": 100.0}]
+        path = Path(tempfile.mkdtemp(prefix="profile-")) / "profile.json"
+        self.addCleanup(shutil.rmtree, path.parent, ignore_errors=True)
+        path.write_text(json.dumps({"rows": rows}))
+        self.assertEqual(grade.reference_timeouts(path, 60),
+                         {"06-nccl": {"slow": 25.0, "quick": grade.REFERENCE_FLOOR}, "07-x": {"huge": 60}})
+        path.write_text("not json")
+        with self.assertRaises(grade.UsageError):
+            grade.reference_timeouts(path, 60)
+
+    def test_steps_of_a_lesson_in_a_build_of_all(self):
+        lesson = layout.Lesson(number="02", slug="02-set-device", stem="set_device", extension=".cu")
+        log = ("[1/3] Compiling C++ object tests/liblesson-impl-02.a.p/.._lessons_02-set-device_set_device.cu.o\n"
+               "warning: something\n[2/3] Compiling C++ object tests/libtests-03.a.p/x.o\nother\n"
+               "[3/3] Linking target tests/lesson-02\nninja: build stopped\n")
+        self.assertEqual(meson_build.steps_of(log, lesson).splitlines(),
+                         [log.splitlines()[0], "warning: something", "[3/3] Linking target tests/lesson-02"])
 
 
 class StatusUnitTests(unittest.TestCase):
@@ -539,6 +645,27 @@ class DefaultGradeTests(unittest.TestCase):
         self.assertIn(f"Sandbox:  {record['sandbox']}", DEFAULT["report"])
         self.assertIn(record["sandbox"], DEFAULT["results"]["output"])
         self.assertEqual(len(DEFAULT["logs"]), 8)
+
+    def test_the_profile_has_every_step(self):
+        rows = json.loads((TMP / "default" / "grade" / "profile.json").read_text())["rows"]
+        steps = {(row["lesson"], row["step"]) for row in rows}
+        for step in ("gpu probe", "stage", "configure", "build all lessons", "reports"):
+            self.assertIn(("", step), steps)
+        for step in ("compile student file", "link", "build lesson", "object checks", "list cases", "shared run",
+                     "case"):
+            self.assertIn(("01-passing", step), steps)
+        self.assertIn(("08-broken", "build lesson"), steps)  # it failed: Ninja's log has no step of it
+        self.assertNotIn(("08-broken", "link"), steps)
+        self.assertTrue((TMP / "default" / "grade" / "profile.txt").is_file())
+        self.assertIn("Profile:", DEFAULT["stderr"])
+
+    def test_a_hang_seen_in_a_fresh_process_costs_one_time_out(self):
+        rows = json.loads((TMP / "default" / "grade" / "profile.json").read_text())["rows"]
+        for slug in ("06-hang", "07-watchdog"):
+            runs = [row for row in rows if row["lesson"] == slug and row["step"] in ("shared run", "alone")]
+            self.assertEqual(len(runs), 1, runs)  # the shared run was the case's own: no second run
+        self.assertEqual(table_row(DEFAULT["report"], "06-hang")[1], "0/2")
+        self.assertIn("timed out 1 of 1 case", DEFAULT["report"])
 
     def test_nothing_built_inside_the_course(self):
         self.assertEqual(sorted(p.name for p in COURSE.iterdir()), sorted(p.name for p in FIXTURE.iterdir()))
