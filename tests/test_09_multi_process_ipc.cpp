@@ -91,14 +91,6 @@ struct Operands {
   course::DeviceBuffer<float> input, output;
 };
 
-std::string one_gpu_mask() {
-  // The first GPU this process sees, whatever mask it was given.
-  const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (mask == nullptr || *mask == '\0') return "0";
-  const std::string text(mask);
-  return text.substr(0, text.find(','));
-}
-
 void check_job(const MpiJob& job, int ranks) {
   INFO(job.describe());
   REQUIRE(!job.timed_out);
@@ -161,10 +153,11 @@ TEST_CASE(kSumRankCase, "[.][rank]") {
 TEST_CASE("three processes on one GPU sum each other's buffers through CUDA IPC in rank order with the same bits",
           "[09-multi-process][task:3][gpus:1][points:3]") {
   require_gpus(1);
-  check_job(run_mpi_job(kSumRankCase, 3,
-                        {{"COURSE_SEED", std::to_string(case_seed(0x0903))}, {"CUDA_VISIBLE_DEVICES", one_gpu_mask()}},
-                        std::chrono::seconds(120)),
-            3);
+  check_job(
+      run_mpi_job(kSumRankCase, 3,
+                  {{"COURSE_SEED", std::to_string(case_seed(0x0903))}, {"CUDA_VISIBLE_DEVICES", first_visible_gpu()}},
+                  std::chrono::seconds(120)),
+      3);
 }
 
 TEST_CASE("two processes on two GPUs sum each other's buffers through CUDA IPC and keep the caller's device",
@@ -223,8 +216,9 @@ TEST_CASE(kHandshakeRankCase, "[.][rank]") {
 TEST_CASE("a rank held back before its call or before its sum is waited for and never overwritten",
           "[09-multi-process][task:3][gpus:1][points:3]") {
   require_gpus(1);
-  check_job(run_mpi_job(kHandshakeRankCase, 2,
-                        {{"COURSE_SEED", std::to_string(case_seed(0x0905))}, {"CUDA_VISIBLE_DEVICES", one_gpu_mask()}},
-                        std::chrono::seconds(120)),
-            2);
+  check_job(
+      run_mpi_job(kHandshakeRankCase, 2,
+                  {{"COURSE_SEED", std::to_string(case_seed(0x0905))}, {"CUDA_VISIBLE_DEVICES", first_visible_gpu()}},
+                  std::chrono::seconds(120)),
+      2);
 }

@@ -156,6 +156,13 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   return job;
 }
 
+std::string first_visible_gpu() {
+  const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (mask == nullptr || *mask == '\0') return "0";
+  const std::string text(mask);
+  return text.substr(0, text.find(','));
+}
+
 std::string report_value(const std::string& report, const std::string& key) {
   std::istringstream lines(report);
   std::string line;

@@ -43,6 +43,9 @@ std::string mpirun_path();
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit);
 
+// CUDA_VISIBLE_DEVICES for a job on one GPU: the first this process sees, whatever mask it was given.
+std::string first_visible_gpu();
+
 // The value of `key` in a report of "key=value" lines ("" when absent).
 std::string report_value(const std::string& report, const std::string& key);
 
