@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 09 tests, task 1: who a process is, from the environment its launcher gave it. Most
+// Lesson 09 tests, tasks 1 and 4: who a process is, from the environment its launcher gave it, and
+// the Slurm job script that starts the processes (checked as text, and its srun line through bash). Most
 // cases pass place_rank a made-up environment (what mpirun, srun, or an mpirun inside an sbatch
 // job would set) and a made-up count of visible GPUs; the last starts real processes with mpirun
 // (CI also starts the same hidden case with srun), each of which places itself from its own
 // environment. No GPU is needed.
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "multi_process.h"
 #include "test_09_multi_process_support.h"
@@ -183,5 +189,105 @@ TEST_CASE("processes started by mpirun place themselves from mpirun's variables 
     CHECK(report_value(job.reports[r], "size") == std::to_string(ranks));
     CHECK(report_value(job.reports[r], "local_rank") == std::to_string(r));  // one node
     CHECK(report_value(job.reports[r], "device") == std::to_string(r));
+  }
+}
+
+// ---- Task 4 ---------------------------------------------------------------------------------------
+
+namespace {
+
+// What bash makes of the script's last line (the srun line) with srun replaced by a function that
+// prints each word it gets in brackets, one a line.
+std::string words_srun_gets(const std::string& script) {
+  const std::size_t last = script.rfind('\n', script.size() - 2);
+  const std::string srun_line = script.substr(last + 1);
+  char path[] = "/tmp/course-job-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const std::string text = "srun() { printf '[%s]\\n' \"$@\"; }\n" + srun_line;
+  REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  close(fd);
+  std::string words;
+  if (FILE* shell = popen(("/bin/bash " + std::string(path)).c_str(), "r")) {
+    char buffer[4096];
+    std::size_t read = 0;
+    while ((read = fread(buffer, 1, sizeof buffer, shell)) > 0) words.append(buffer, read);
+    pclose(shell);
+  }
+  std::remove(path);
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("the job script asks Slurm for one process per GPU on every node and names its output file",
+          "[09-multi-process][task:4][gpus:0][points:2]") {
+  const JobShape shape{.job_name = "lesson-09",
+                       .nodes = 2,
+                       .gpus_per_node = 4,
+                       .time_limit = "00:15:00",
+                       .program = "/home/me/course/build/tests/demo-09",
+                       .arguments = {}};
+  CHECK(render_job_script(shape) ==
+        "#!/bin/bash\n"
+        "#SBATCH --job-name=lesson-09\n"
+        "#SBATCH --nodes=2\n"
+        "#SBATCH --ntasks-per-node=4\n"
+        "#SBATCH --gpus-per-task=1\n"
+        "#SBATCH --time=00:15:00\n"
+        "#SBATCH --output=lesson-09-%j.out\n"
+        "srun '/home/me/course/build/tests/demo-09'\n");
+  const JobShape one{.job_name = "a_b.c",
+                     .nodes = 1,
+                     .gpus_per_node = 1,
+                     .time_limit = "99:59:59",
+                     .program = "demo",
+                     .arguments = {"--x"}};
+  CHECK(render_job_script(one) ==
+        "#!/bin/bash\n#SBATCH --job-name=a_b.c\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"
+        "#SBATCH --gpus-per-task=1\n#SBATCH --time=99:59:59\n#SBATCH --output=a_b.c-%j.out\nsrun 'demo' '--x'\n");
+}
+
+TEST_CASE("the job script passes the program and every argument on unchanged, quotes and spaces included",
+          "[09-multi-process][task:4][gpus:0][points:2]") {
+  const std::vector<std::string> arguments = {"--size", "64 MiB", "it's", "$HOME", "a\"b", "", "*", "x'y'z", "\\n"};
+  const JobShape shape{.job_name = "q",
+                       .nodes = 1,
+                       .gpus_per_node = 2,
+                       .time_limit = "00:01:00",
+                       .program = "/opt/my course/bench-09",
+                       .arguments = arguments};
+  std::string expected = "[/opt/my course/bench-09]\n";
+  for (const std::string& argument : arguments) expected += "[" + argument + "]\n";
+  const std::string script = render_job_script(shape);
+  INFO("the script:\n" << script);
+  CHECK(words_srun_gets(script) == expected);
+}
+
+TEST_CASE("a job script for no nodes, no GPUs, a bad time limit, a bad name or no program is refused",
+          "[09-multi-process][task:4][gpus:0][points:1]") {
+  const JobShape good{
+      .job_name = "ok", .nodes = 1, .gpus_per_node = 1, .time_limit = "00:10:00", .program = "demo", .arguments = {}};
+  CHECK_NOTHROW(render_job_script(good));
+  JobShape bad = good;
+  bad.nodes = 0;
+  CHECK_THROWS_AS(render_job_script(bad), std::invalid_argument);
+  bad = good;
+  bad.gpus_per_node = 0;
+  CHECK_THROWS_AS(render_job_script(bad), std::invalid_argument);
+  bad = good;
+  bad.program = "";
+  CHECK_THROWS_AS(render_job_script(bad), std::invalid_argument);
+  for (const char* name : {"", "my job", "a;b", "x\ny", "$(id)"}) {
+    bad = good;
+    bad.job_name = name;
+    INFO("job name '" << name << "'");
+    CHECK_THROWS_AS(render_job_script(bad), std::invalid_argument);
+  }
+  for (const char* time : {"", "10:00", "0:10:00", "00:60:00", "00:00:60", "aa:00:00", "00-10-00", "00:10:000"}) {
+    bad = good;
+    bad.time_limit = time;
+    INFO("time limit '" << time << "'");
+    CHECK_THROWS_AS(render_job_script(bad), std::invalid_argument);
   }
 }

@@ -4,14 +4,18 @@
 // Lesson 09 demo: your code in every process a launcher started. Each rank says who it is (task
 // 1), joins one NCCL communicator and sums rank + 1 over every rank (task 2), then does the same
 // sum with your one-shot through CUDA IPC (task 3); every rank should end with 1 + 2 + ... + N
-// everywhere. A task not done yet stops its own section, on every rank alike.
+// everywhere. A task not done yet stops its own section, on every rank alike. With --job-script it
+// prints the sbatch script of task 4 that runs it, and starts nothing.
 // Run it with:  mpirun -n 2 ./build/tests/demo-09      (or: srun -n 2 ./build/tests/demo-09)
+// Its job script (task 4):  ./build/tests/demo-09 --job-script 2 4 > job.sbatch && sbatch job.sbatch
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,24 @@ std::string summary(const std::vector<float>& values, float expected) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // demo-09 --job-script NODES GPUS_PER_NODE: your task-4 script that runs this demo, for sbatch.
+  if (argc == 4 && std::string(argv[1]) == "--job-script") {
+    char self[4096] = {};
+    const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    try {
+      const JobShape shape{.job_name = "lesson-09-demo",
+                           .nodes = std::atoi(argv[2]),
+                           .gpus_per_node = std::atoi(argv[3]),
+                           .time_limit = "00:10:00",
+                           .program = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0],
+                           .arguments = {}};
+      std::fputs(render_job_script(shape).c_str(), stdout);
+      return 0;
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "stopped: %s\n", error.what());
+      return 1;
+    }
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -141,4 +141,35 @@ void ipc_all_reduce(IpcAllReduce& ipc, const float* input, float* output, std::s
 // ipc.device), so no queued sum still reads a peer's buffer.
 void close_ipc_all_reduce(IpcAllReduce& ipc);
 
+// ---- Task 4: a Slurm job script ----------------------------------------------------------------
+
+// What a job runs and on how much of the cluster.
+struct JobShape {
+  std::string job_name;                 // letters, digits, '-', '_' and '.' only
+  int nodes = 1;                        // >= 1
+  int gpus_per_node = 1;                // >= 1: one process per GPU
+  std::string time_limit = "00:10:00";  // HH:MM:SS
+  std::string program;                  // the program every process runs (not empty)
+  std::vector<std::string> arguments;   // its arguments, passed on exactly as they are
+};
+
+// Task 4. The sbatch script that runs shape.program as one process per GPU on shape.nodes nodes,
+// exactly these lines, in this order, each ending with '\n':
+//     #!/bin/bash
+//     #SBATCH --job-name=<job_name>
+//     #SBATCH --nodes=<nodes>
+//     #SBATCH --ntasks-per-node=<gpus_per_node>
+//     #SBATCH --gpus-per-task=1
+//     #SBATCH --time=<time_limit>
+//     #SBATCH --output=<job_name>-%j.out
+//     srun <program> <argument> <argument> ...
+// where the program and every argument are written in single quotes ('it'"'"'s' for it's: a quote
+// inside ends the quoted part, adds an escaped quote, and starts a new one), so the shell passes
+// each on as one word, unchanged. srun starts nodes x gpus_per_node processes, and
+// --gpus-per-task=1 gives each its own GPU (it sees that GPU alone, as device 0). Pure. Throws
+// std::invalid_argument for an empty or badly formed job name, nodes < 1, gpus_per_node < 1, a
+// time limit not of the form HH:MM:SS (two digits each, minutes and seconds below 60), or an
+// empty program.
+std::string render_job_script(const JobShape& shape);
+
 }  // namespace lesson09

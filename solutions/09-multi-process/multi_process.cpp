@@ -249,4 +249,49 @@ void close_ipc_all_reduce(IpcAllReduce& ipc) {
   ipc.peer_read_done.clear();
 }
 
+// ---- Task 4 -------------------------------------------------------------------------------------
+
+namespace {
+
+// `word` in single quotes, each quote inside written as '"'"'.
+std::string single_quoted(const std::string& word) {
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return quoted + "'";
+}
+
+bool is_two_digits_below(const std::string& text, std::size_t at, int limit) {
+  const bool digits = text[at] >= '0' && text[at] <= '9' && text[at + 1] >= '0' && text[at + 1] <= '9';
+  return digits && (text[at] - '0') * 10 + (text[at + 1] - '0') < limit;
+}
+
+}  // namespace
+
+std::string render_job_script(const JobShape& shape) {
+  const bool name_ok = !shape.job_name.empty() &&
+                       shape.job_name.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+  if (!name_ok)
+    throw std::invalid_argument("render_job_script: job name '" + shape.job_name +
+                                "' is empty or has other characters than letters, digits, '-', '_' and '.'");
+  if (shape.nodes < 1 || shape.gpus_per_node < 1)
+    throw std::invalid_argument("render_job_script: " + std::to_string(shape.nodes) + " nodes of " +
+                                std::to_string(shape.gpus_per_node) + " GPUs: both must be at least 1");
+  const std::string& time = shape.time_limit;
+  if (time.size() != 8 || time[2] != ':' || time[5] != ':' || !is_two_digits_below(time, 0, 100) ||
+      !is_two_digits_below(time, 3, 60) || !is_two_digits_below(time, 6, 60))
+    throw std::invalid_argument("render_job_script: time limit '" + time + "' is not HH:MM:SS");
+  if (shape.program.empty()) throw std::invalid_argument("render_job_script: no program");
+  std::string script = "#!/bin/bash\n";
+  script += "#SBATCH --job-name=" + shape.job_name + "\n";
+  script += "#SBATCH --nodes=" + std::to_string(shape.nodes) + "\n";
+  script += "#SBATCH --ntasks-per-node=" + std::to_string(shape.gpus_per_node) + "\n";
+  script += "#SBATCH --gpus-per-task=1\n";
+  script += "#SBATCH --time=" + time + "\n";
+  script += "#SBATCH --output=" + shape.job_name + "-%j.out\n";
+  script += "srun " + single_quoted(shape.program);
+  for (const std::string& argument : shape.arguments) script += " " + single_quoted(argument);
+  return script + "\n";
+}
+
 }  // namespace lesson09
