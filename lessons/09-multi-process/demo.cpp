@@ -13,6 +13,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,8 +67,9 @@ std::string summary(const std::vector<float>& values, float expected) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // demo-09 --job-script NODES GPUS_PER_NODE: your task-4 script that runs this demo, for sbatch.
-  if (argc == 4 && std::string(argv[1]) == "--job-script") {
+  // demo-09 --job-script NODES GPUS_PER_NODE [PROGRAM ARGUMENT...]: your task-4 script that runs
+  // PROGRAM with its arguments (this demo when none is given), for sbatch.
+  if (argc >= 4 && std::string(argv[1]) == "--job-script") {
     char self[4096] = {};
     const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
     try {
@@ -75,8 +77,10 @@ int main(int argc, char** argv) {
                            .nodes = std::atoi(argv[2]),
                            .gpus_per_node = std::atoi(argv[3]),
                            .time_limit = "00:10:00",
-                           .program = length > 0 ? std::string(self, static_cast<std::size_t>(length)) : argv[0],
-                           .arguments = {}};
+                           .program = argc > 4     ? std::string(argv[4])
+                                      : length > 0 ? std::string(self, static_cast<std::size_t>(length))
+                                                   : std::string(argv[0]),
+                           .arguments = std::vector<std::string>(argv + std::min(argc, 5), argv + argc)};
       std::fputs(render_job_script(shape).c_str(), stdout);
       return 0;
     } catch (const std::exception& error) {
