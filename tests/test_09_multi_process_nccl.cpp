@@ -64,7 +64,8 @@ TEST_CASE(kAllReduceRankCase, "[.][rank]") {
     const std::vector<float> mine = course::random_floats(count, rank_seed(session.rank()));
     CUDA_CHECK(cudaSetDevice(session.device()));
     CUDA_CHECK(cudaMemcpy(buffer.data(), mine.data(), buffer.bytes(), cudaMemcpyHostToDevice));
-    NCCL_CHECK(ncclAllReduce(buffer.data(), buffer.data(), count, ncclFloat, ncclSum, comm, stream));
+    complete_nccl_call(comm, ncclAllReduce(buffer.data(), buffer.data(), count, ncclFloat, ncclSum, comm, stream),
+                       "ncclAllReduce");
     stream.synchronize();
     std::vector<float> got(count);
     CUDA_CHECK(cudaMemcpy(got.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
@@ -78,7 +79,7 @@ TEST_CASE(kAllReduceRankCase, "[.][rank]") {
     INFO(comparison.describe());
     CHECK(comparison.ok());
     report(session, "hash", bits_hash(got));
-    NCCL_CHECK(ncclCommDestroy(comm));
+    destroy_communicator(comm);
   } catch (const std::exception& error) {
     result = std::string("threw: ") + error.what();
   }

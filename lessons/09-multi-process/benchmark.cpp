@@ -151,7 +151,9 @@ int main(int argc, char** argv) {
     std::vector<double> multi;
     for (const std::size_t bytes : large) {
       const auto enqueue = [&] {
-        NCCL_CHECK(ncclAllReduce(big.data(), big.data(), bytes / sizeof(float), ncclFloat, ncclSum, comm, stream));
+        complete_nccl_call(
+            comm, ncclAllReduce(big.data(), big.data(), bytes / sizeof(float), ncclFloat, ncclSum, comm, stream),
+            "ncclAllReduce");
       };
       multi.push_back(time_calls(
                           enqueue, [&] { stream.synchronize(); }, 5, 20, MPI_COMM_WORLD)
@@ -180,7 +182,11 @@ int main(int argc, char** argv) {
       const std::size_t count = bytes / sizeof(float);
       const auto wait = [&] { stream.synchronize(); };
       const Timing nccl_timing = time_calls(
-          [&] { NCCL_CHECK(ncclAllReduce(input.data(), reference.data(), count, ncclFloat, ncclSum, comm, stream)); },
+          [&] {
+            complete_nccl_call(comm,
+                               ncclAllReduce(input.data(), reference.data(), count, ncclFloat, ncclSum, comm, stream),
+                               "ncclAllReduce");
+          },
           wait, 20, 200, MPI_COMM_WORLD);
       const Timing ipc_timing = time_calls([&] { ipc_all_reduce(ipc, input.data(), output.data(), count, stream); },
                                            wait, 20, 200, MPI_COMM_WORLD);
@@ -193,7 +199,7 @@ int main(int argc, char** argv) {
     int same = from_nccl == from_ipc ? 1 : 0, all_same = 0;
     MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     close_ipc_all_reduce(ipc);
-    NCCL_CHECK(ncclCommDestroy(comm));
+    destroy_communicator(comm);
 
     // ---- rank 0: the one-process baseline on the same GPUs, then the tables -----------------------
     MPI_Barrier(MPI_COMM_WORLD);

@@ -130,10 +130,11 @@ int main(int argc, char** argv) {
   line = "rank " + std::to_string(rank) + ": ";
   try {
     ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, device, std::chrono::seconds(30));
-    NCCL_CHECK(ncclAllReduce(input.data(), output.data(), kCount, ncclFloat, ncclSum, comm, stream));
+    complete_nccl_call(comm, ncclAllReduce(input.data(), output.data(), kCount, ncclFloat, ncclSum, comm, stream),
+                       "ncclAllReduce");
     stream.synchronize();
     CUDA_CHECK(cudaMemcpy(got.data(), output.data(), output.bytes(), cudaMemcpyDeviceToHost));
-    NCCL_CHECK(ncclCommDestroy(comm));
+    destroy_communicator(comm);
     line += "NCCL all-reduce: " + summary(got, expected);
   } catch (const std::exception& error) {
     line += std::string("stopped: ") + error.what();

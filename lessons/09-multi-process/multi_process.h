@@ -66,10 +66,19 @@ RankPlacement place_rank(const Environment& environment, int visible_devices);
 // deadline passes, or NCCL reports an error, the communicator is aborted (ncclCommAbort) and the
 // call throws std::runtime_error whose message holds "timed out" (or NCCL's error string), the
 // rank and the job size, and what it waited for. Returns a communicator ready for use, which the
-// caller destroys (ncclCommDestroy). Leaves the caller's current device as it was. Every rank of
+// caller destroys (destroy_communicator, below). Leaves the caller's current device as it was. Every rank of
 // `comm` calls it (the broadcast is collective). Throws std::invalid_argument, before any MPI, CUDA
 // or NCCL call, for a timeout <= 0.
 ncclComm_t init_nccl_over_mpi(MPI_Comm comm, int device, std::chrono::milliseconds timeout);
+
+// Given (nccl_calls.cpp): what a caller of a NON-BLOCKING communicator does after each NCCL call,
+// because any call on it (a collective, ncclCommFinalize) may return ncclInProgress and finish in the
+// background. Waits, polling ncclCommGetAsyncError, until the call that returned `result` is done;
+// throws std::runtime_error naming `call` when it or the communicator failed.
+void complete_nccl_call(ncclComm_t comm, ncclResult_t result, const char* call);
+
+// Given (nccl_calls.cpp): ncclCommFinalize, completed as above, then ncclCommDestroy.
+void destroy_communicator(ncclComm_t comm);
 
 // ---- Task 3: CUDA IPC within a node ------------------------------------------------------------
 
