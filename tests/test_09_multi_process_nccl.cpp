@@ -114,7 +114,7 @@ TEST_CASE(kMissingRankCase, "[.][rank]") {
       ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, session.device(), kMissingRankTimeout);
       (void)ncclCommAbort(comm);
       message = "init_nccl_over_mpi returned a communicator although a rank never joined";
-    } catch (const std::runtime_error& error) {
+    } catch (const std::exception& error) {  // all of them: this rank must still reach the barrier below
       message = error.what();
     }
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

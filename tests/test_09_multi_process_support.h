@@ -53,6 +53,8 @@ std::string report_value(const std::string& report, const std::string& key);
 
 // MPI for the life of a hidden rank case: MPI_Init in the constructor, MPI_Finalize in the
 // destructor; the rank dies with mpirun (PR_SET_PDEATHSIG) so a killed job leaves no rank behind.
+// MPI_Finalize waits for the other ranks: a rank case catches every exception of the student's code
+// and reports it, so that no rank leaves the others waiting in a collective.
 class MpiSession {
  public:
   MpiSession();
