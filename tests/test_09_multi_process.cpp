@@ -233,7 +233,7 @@ TEST_CASE("the job script asks Slurm for one process per GPU on every node and n
         "#SBATCH --job-name=lesson-09\n"
         "#SBATCH --nodes=2\n"
         "#SBATCH --ntasks-per-node=4\n"
-        "#SBATCH --gpus-per-task=1\n"
+        "#SBATCH --gpus-per-node=4\n"
         "#SBATCH --time=00:15:00\n"
         "#SBATCH --output=lesson-09-%j.out\n"
         "srun '/home/me/course/build/tests/demo-09'\n");
@@ -245,7 +245,7 @@ TEST_CASE("the job script asks Slurm for one process per GPU on every node and n
                      .arguments = {"--x"}};
   CHECK(render_job_script(one) ==
         "#!/bin/bash\n#SBATCH --job-name=a_b.c\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"
-        "#SBATCH --gpus-per-task=1\n#SBATCH --time=99:59:59\n#SBATCH --output=a_b.c-%j.out\nsrun 'demo' '--x'\n");
+        "#SBATCH --gpus-per-node=1\n#SBATCH --time=99:59:59\n#SBATCH --output=a_b.c-%j.out\nsrun 'demo' '--x'\n");
 }
 
 TEST_CASE("the job script passes the program and every argument on unchanged, quotes and spaces included",

@@ -168,14 +168,15 @@ struct JobShape {
 //     #SBATCH --job-name=<job_name>
 //     #SBATCH --nodes=<nodes>
 //     #SBATCH --ntasks-per-node=<gpus_per_node>
-//     #SBATCH --gpus-per-task=1
+//     #SBATCH --gpus-per-node=<gpus_per_node>
 //     #SBATCH --time=<time_limit>
 //     #SBATCH --output=<job_name>-%j.out
 //     srun <program> <argument> <argument> ...
 // where the program and every argument are written in single quotes ('it'"'"'s' for it's: a quote
 // inside ends the quoted part, adds an escaped quote, and starts a new one), so the shell passes
-// each on as one word, unchanged. srun starts nodes x gpus_per_node processes, and
-// --gpus-per-task=1 gives each its own GPU (it sees that GPU alone, as device 0). Pure. Throws
+// each on as one word, unchanged. srun starts nodes x gpus_per_node processes, and every process
+// of a node sees the node's GPUs (task 1 gives it the one of its local rank; CUDA IPC needs the
+// peers' GPUs visible: --gpus-per-task=1 would hide them). Pure. Throws
 // std::invalid_argument for an empty or badly formed job name, nodes < 1, gpus_per_node < 1, a
 // time limit not of the form HH:MM:SS (two digits each, minutes and seconds below 60), or an
 // empty program.

@@ -286,7 +286,7 @@ std::string render_job_script(const JobShape& shape) {
   script += "#SBATCH --job-name=" + shape.job_name + "\n";
   script += "#SBATCH --nodes=" + std::to_string(shape.nodes) + "\n";
   script += "#SBATCH --ntasks-per-node=" + std::to_string(shape.gpus_per_node) + "\n";
-  script += "#SBATCH --gpus-per-task=1\n";
+  script += "#SBATCH --gpus-per-node=" + std::to_string(shape.gpus_per_node) + "\n";
   script += "#SBATCH --time=" + time + "\n";
   script += "#SBATCH --output=" + shape.job_name + "-%j.out\n";
   script += "srun " + single_quoted(shape.program);
