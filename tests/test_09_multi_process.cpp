@@ -171,9 +171,13 @@ TEST_CASE(kPlaceRankCase, "[.][rank]") {
     if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
   }
   const RankPlacement placement = place_rank(environment, 8);
-  write_rank_report(placement.rank, "launcher=" + placement.launcher + "\nsize=" + std::to_string(placement.size) +
-                                        "\nlocal_rank=" + std::to_string(placement.local_rank) +
-                                        "\ndevice=" + std::to_string(placement.device) + "\n");
+  write_rank_report(placement.rank,
+                    "launcher=" + placement.launcher + "\nsize=" + std::to_string(placement.size) +
+                        "\nlocal_rank=" + std::to_string(placement.local_rank) +
+                        "\ndevice=" + std::to_string(placement.device) + "\ncuda_visible_devices=" +
+                        (environment.count("CUDA_VISIBLE_DEVICES") > 0 ? environment.at("CUDA_VISIBLE_DEVICES")
+                                                                       : std::string("<unset>")) +
+                        "\n");
 }
 
 TEST_CASE("processes started by mpirun place themselves from mpirun's variables in their own environment",
