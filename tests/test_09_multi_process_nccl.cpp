@@ -9,11 +9,13 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/buffers.h"
@@ -103,9 +105,23 @@ TEST_CASE(kMissingRankCase, "[.][rank]") {
   const MpiSession session;
   const bool missing = session.rank() == session.size() - 1;
   if (missing) {
-    // Takes rank 0's id as every rank does, then never joins: the others must give up on it.
+    // Takes rank 0's id as every rank does, then never joins: the others must give up on it. A rank 0
+    // that ends its call without broadcasting (a starter, a mistake) would leave this rank in
+    // MPI_Bcast for good: a watcher ends this process as soon as rank 0 has reported.
+    std::atomic<bool> received{false};
+    std::thread watcher([&] {
+      while (!received) {
+        if (!report_value(read_rank_report(0), "result").empty() && !received) {
+          report(session, "result", "rank 0 ended its call without broadcasting the id");
+          std::_Exit(1);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
     ncclUniqueId id{};
     MPI_Bcast(id.internal, NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD);
+    received = true;
+    watcher.join();
     report(session, "result", "passed");
   } else {
     const auto start = std::chrono::steady_clock::now();

@@ -204,6 +204,13 @@ void write_rank_report(int rank, const std::string& text) {
   std::ofstream(std::string(dir) + "/rank-" + std::to_string(rank) + ".out", std::ios::app) << text;
 }
 
+std::string read_rank_report(int rank) {
+  const char* dir = std::getenv("COURSE_MPI_DIR");
+  if (dir == nullptr)
+    throw std::runtime_error("read_rank_report: COURSE_MPI_DIR is not set (not started by run_mpi_job)");
+  return slurp(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
+}
+
 std::uint64_t rank_seed(int rank) {
   const char* seed = std::getenv("COURSE_SEED");
   return course::mix_seed(seed == nullptr ? 1 : std::strtoull(seed, nullptr, 10), static_cast<std::uint64_t>(rank));

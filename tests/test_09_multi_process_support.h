@@ -78,6 +78,9 @@ void report(const MpiSession& session, const std::string& key, const std::string
 // Appends `text` to rank `rank`'s report in the job's folder (COURSE_MPI_DIR): for a rank without MPI.
 void write_rank_report(int rank, const std::string& text);
 
+// What rank `rank` has reported so far ("" when nothing).
+std::string read_rank_report(int rank);
+
 // The seed the graded case passed (COURSE_SEED), mixed with the rank.
 std::uint64_t rank_seed(int rank);
 
