@@ -49,7 +49,7 @@ TEST_CASE(kAllReduceRankCase, "[.][rank]") {
     CUDA_CHECK(cudaGetDeviceCount(&visible));
     const int callers_device = (session.device() + 1) % visible;  // another GPU where there is one
     CUDA_CHECK(cudaSetDevice(callers_device));
-    ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, session.device(), std::chrono::seconds(30));
+    ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, session.device(), std::chrono::seconds(20));
     CHECK(course::testing::current_device() == callers_device);
     int nccl_rank = -1, nccl_size = -1, nccl_device = -1;
     NCCL_CHECK(ncclCommUserRank(comm, &nccl_rank));
@@ -149,7 +149,7 @@ TEST_CASE("when a rank never joins the others give up after the timeout with a m
   require_gpus(1);
   // Two processes on one GPU: only rank 0 ever calls NCCL, so they need only one GPU.
   const MpiJob job =
-      run_mpi_job(kMissingRankCase, 2, {{"CUDA_VISIBLE_DEVICES", first_visible_gpu()}}, std::chrono::seconds(40));
+      run_mpi_job(kMissingRankCase, 2, {{"CUDA_VISIBLE_DEVICES", first_visible_gpu()}}, std::chrono::seconds(25));
   INFO(job.describe());
   REQUIRE(!job.timed_out);
   CHECK(report_value(job.reports[0], "message").find("timed out") != std::string::npos);
