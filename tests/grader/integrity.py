@@ -95,7 +95,9 @@ class Checker:
         if not lines or "(VALID)" not in lines[0]:
             return [("cannot check the headers", f"the build recorded no dependencies for {output}")]
         deps = [line.strip() for line in lines[1:] if line.strip()]
-        nccl_dirs = {_resolve(self.build, dep).parent for dep in deps if Path(dep).name == "nccl.h"}
+        # NCCL's and MPI's folders, wherever this machine has them (Open MPI's mpi.h lies in
+        # /usr/lib/x86_64-linux-gnu/openmpi/include on Debian and Ubuntu): the folder of the one the build used.
+        nccl_dirs = {_resolve(self.build, dep).parent for dep in deps if Path(dep).name in ("nccl.h", "mpi.h")}
         problems = []
         for dep in deps:
             path = _resolve(self.build, dep)
@@ -120,7 +122,7 @@ class Checker:
                  + self._compiler_header_roots())
         if any(_under(path, root) for root in roots):
             return ""
-        return "outside the lesson, common/, the CUDA toolkit, NCCL and the system's headers"
+        return "outside the lesson, common/, the CUDA toolkit, NCCL, MPI and the system's headers"
 
     def _compiler_header_roots(self) -> list[Path]:
         """The folders the build's C++ compilers search for system headers (`-E -v`): a GCC in

@@ -18,8 +18,8 @@ is added here, with its reason, rather than worked around.
 from __future__ import annotations
 
 # ----------------------------------------------------------------------------- headers
-# Only the lesson's own folder, common/, the CUDA toolkit (with CCCL and cuBLAS), NCCL's include
-# folder and the system's C and C++ headers. Never solutions/, tests/, Catch2, another lesson's
+# Only the lesson's own folder, common/, the CUDA toolkit (with CCCL and cuBLAS), NCCL's and MPI's
+# include folders and the system's C and C++ headers. Never solutions/, tests/, Catch2, another lesson's
 # folder or anything under a build folder. Every path is resolved before it is judged.
 
 # System folders whose headers any translation unit may include (besides the CUDA toolkit and
@@ -106,6 +106,27 @@ ALLOWED_C_NAMES |= {
 ALLOWED_SYSTEM_CALLS = {
     0xca: "futex: std::atomic::wait/notify_*, std::atomic_flag::wait, std::latch, std::barrier, "
           "std::counting_semaphore, std::jthread's std::stop_token (it waits on a word of memory)",
+}
+
+# MPI (lesson 09: one process per GPU), by exact name: what a rank needs to learn its place and to
+# exchange small things with the others (an NCCL id, IPC handles), and Open MPI's predefined handles
+# (MPI_COMM_WORLD, MPI_BYTE, MPI_SUM, ... are the addresses of these objects in Open MPI's mpi.h).
+# Not MPI_Abort (it ends the job), nor anything that starts processes (MPI_Comm_spawn), opens files
+# (MPI_File_*) or connects to other jobs (MPI_Open_port, MPI_Comm_connect, MPI_Comm_accept).
+ALLOWED_C_NAMES |= {
+    "MPI_Init", "MPI_Init_thread", "MPI_Initialized", "MPI_Finalize", "MPI_Finalized", "MPI_Query_thread",
+    "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_dup", "MPI_Comm_free",
+    "MPI_Comm_compare", "MPI_Barrier", "MPI_Bcast", "MPI_Gather", "MPI_Gatherv", "MPI_Allgather", "MPI_Allgatherv",
+    "MPI_Scatter", "MPI_Scatterv", "MPI_Reduce", "MPI_Allreduce", "MPI_Alltoall", "MPI_Send", "MPI_Recv",
+    "MPI_Sendrecv", "MPI_Isend", "MPI_Irecv", "MPI_Wait", "MPI_Waitall", "MPI_Test", "MPI_Get_count",
+    "MPI_Get_processor_name", "MPI_Error_string", "MPI_Error_class", "MPI_Wtime", "MPI_Wtick", "MPI_Type_size",
+    "ompi_mpi_comm_world", "ompi_mpi_comm_self", "ompi_mpi_comm_null", "ompi_mpi_info_null", "ompi_request_null",
+    "ompi_mpi_byte", "ompi_mpi_char", "ompi_mpi_unsigned_char", "ompi_mpi_int", "ompi_mpi_unsigned",
+    "ompi_mpi_long", "ompi_mpi_unsigned_long", "ompi_mpi_long_long_int", "ompi_mpi_unsigned_long_long",
+    "ompi_mpi_float", "ompi_mpi_double", "ompi_mpi_c_bool", "ompi_mpi_cxx_bool", "ompi_mpi_int8_t",
+    "ompi_mpi_uint8_t", "ompi_mpi_int32_t", "ompi_mpi_uint32_t", "ompi_mpi_int64_t", "ompi_mpi_uint64_t",
+    "ompi_mpi_op_sum", "ompi_mpi_op_max", "ompi_mpi_op_min", "ompi_mpi_op_prod", "ompi_mpi_op_land",
+    "ompi_mpi_op_lor", "ompi_mpi_op_band", "ompi_mpi_op_bor",
 }
 
 # C names allowed by prefix: the CUDA runtime (and what nvcc generates for kernels and their

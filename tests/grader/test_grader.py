@@ -475,6 +475,22 @@ class QuickStartTests(unittest.TestCase):
         self.assertEqual(len(done.stdout.splitlines()), 2 + 8)
 
 
+class MpiReferenceTests(unittest.TestCase):
+    """Lesson 09's student file calls MPI: what a rank needs is allowed, by name; the rest is refused."""
+
+    def test_what_a_rank_needs_is_allowed(self):
+        import integrity
+        for name in ("MPI_Comm_rank", "MPI_Comm_size", "MPI_Bcast", "MPI_Allgather", "MPI_Barrier",
+                     "ompi_mpi_comm_world", "ompi_mpi_byte", "cudaIpcOpenMemHandle", "cudaIpcGetEventHandle"):
+            self.assertEqual(integrity.reference_refused(name, name), "", name)
+
+    def test_what_ends_or_escapes_the_job_is_refused(self):
+        import integrity
+        for name in ("MPI_Abort", "MPI_Comm_spawn", "MPI_File_open", "MPI_Comm_connect", "MPI_Open_port",
+                     "ompi_mpi_abort", "PMPI_Bcast"):
+            self.assertNotEqual(integrity.reference_refused(name, name), "", name)
+
+
 class LayoutUnitTests(unittest.TestCase):
     def test_discover_lessons(self):
         lessons = layout.discover_lessons(FIXTURE)

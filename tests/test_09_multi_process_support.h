@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 09's test helpers. A graded case starts its ranks the way a student would, with mpirun
+// (`mpirun -n N <this test program> "<hidden rank case>"`), in a process group that is killed when
+// its time is up; each rank runs one hidden case, which initializes MPI, calls the student's
+// functions, checks what it got and writes a short report to the job's folder. The graded case then
+// checks every rank's report, the job's exit status, and that every rank got the same bits.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "multi_process.h"
+
+namespace lesson09_tests {
+
+// ---- in the graded case ---------------------------------------------------------------------------
+
+struct MpiJob {
+  bool started = false;              // mpirun was found and started
+  bool timed_out = false;            // the limit passed and the job was killed
+  int exit_code = -1;                // mpirun's, when it exited on its own
+  std::vector<std::string> reports;  // rank r's report (empty when it wrote none), r = 0 .. n-1
+  std::string log;                   // mpirun's output: every rank's stdout and stderr, tagged
+  std::chrono::milliseconds elapsed{0};
+  // The job in words, for a failure message: the command, how it ended, the end of its log.
+  std::string describe() const;
+};
+
+// The mpirun this course was configured with ("" when none was found).
+std::string mpirun_path();
+
+// Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine only (shared memory and
+// loopback), with `env` added to the environment of every rank (COURSE_MPI_DIR, the job's folder,
+// is set by this function); waits until it ends or `limit` passes, then kills its whole process group.
+// SKIPs the case when no mpirun was found. Nothing is left running when it returns.
+MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
+                   std::chrono::seconds limit);
+
+// CUDA_VISIBLE_DEVICES for a job on one GPU: the first this process sees, whatever mask it was given.
+std::string first_visible_gpu();
+
+// The value of `key` in a report of "key=value" lines ("" when absent).
+std::string report_value(const std::string& report, const std::string& key);
+
+// ---- in a rank ---------------------------------------------------------------------------------
+
+// MPI for the life of a hidden rank case: MPI_Init in the constructor, MPI_Finalize in the
+// destructor; the rank dies with mpirun (PR_SET_PDEATHSIG) so a killed job leaves no rank behind.
+// MPI_Finalize waits for the other ranks: a rank case catches every exception of the student's code
+// and reports it, so that no rank leaves the others waiting in a collective.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  // The course's own choice of GPU (so a test of task 2 or 3 does not depend on task 1): device 0
+  // when one is visible, the local rank when more are.
+  int device() const { return device_; }
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, device_ = 0;
+};
+
+// Appends "key=value\n" to this rank's report in the job's folder.
+void report(const MpiSession& session, const std::string& key, const std::string& value);
+
+// Appends `text` to rank `rank`'s report in the job's folder (COURSE_MPI_DIR): for a rank without MPI.
+void write_rank_report(int rank, const std::string& text);
+
+// What rank `rank` has reported so far ("" when nothing).
+std::string read_rank_report(int rank);
+
+// The seed the graded case passed (COURSE_SEED), mixed with the rank.
+std::uint64_t rank_seed(int rank);
+
+// An FNV-1a hash of the bytes of `values`, in hex: equal on two ranks only for the same bits.
+std::string bits_hash(const std::vector<float>& values);
+
+}  // namespace lesson09_tests
