@@ -147,7 +147,9 @@ void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream) {
 
 void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
                            const OneKernelLaunch& launch) {
-  // TODO(task 4): the checks, then one launch per worker with its device current, nothing else.
+  // TODO(task 4): the checks (the buffers, a count above the scratch, an earlier give-up:
+  // gave_up(workspace)), nothing to do for W = 1 or count = 0, then one launch per worker with its
+  // device current and nothing else; the caller's device as it was.
   (void)workspace;
   (void)buffers;
   (void)count;

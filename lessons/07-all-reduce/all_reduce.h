@@ -300,7 +300,7 @@ int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 // [0, count) in which slice boundaries are the same on every worker:
 //  1. waits until every peer j has finished reading this half of this worker's scratch, which
 //     call e - 2 used last (signals[k]->finished[j] >= e - 2, written by j: two calls back, so
-//     that a peer a call behind never holds this call up);
+//     that a peer a call behind never holds this call up; for e <= 2, nothing to wait for);
 //  2. copies its slice of `buffer` into its half of scratch[k];
 //  3. tells every peer j that it did: signals[j]->arrived[b][k] = e, in j's memory, only once the
 //     copy is visible to j (a release at system scope: a flag must never overtake its data);
