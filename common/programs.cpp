@@ -9,6 +9,8 @@
 #include <exception>
 #include <iostream>
 
+extern char** environ;
+
 namespace course {
 
 int visible_gpu_count() {
@@ -28,6 +30,16 @@ void demo_section(const std::string& title, const std::function<void()>& body) {
     std::cout << "  stopped: " << e.what() << '\n';
     (void)cudaGetLastError();  // do not let this section's error leak into the next one
   }
+}
+
+std::map<std::string, std::string> process_environment() {
+  std::map<std::string, std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const std::size_t equals = text.find('=');
+    if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
+  }
+  return environment;
 }
 
 }  // namespace course

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 namespace course {
@@ -19,5 +20,8 @@ int visible_gpu_count();
 // Prints "== title", runs `body`, and on an exception prints "  stopped: <what>" and clears the
 // CUDA error state, so that the next section starts clean.
 void demo_section(const std::string& title, const std::function<void()>& body);
+
+// This process's environment, name -> value (what lesson 09's place_rank takes).
+std::map<std::string, std::string> process_environment();
 
 }  // namespace course

@@ -24,25 +24,12 @@
 
 #include "common/check.h"
 #include "common/random.h"
+#include "common/testing/rank_launcher.h"
 
 extern char** environ;
 
 namespace lesson09_tests {
 namespace {
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string self_path() {
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) throw std::runtime_error("run_mpi_job: cannot find this program's path");
-  return std::string(self, static_cast<std::size_t>(length));
-}
 
 // What mpirun is given besides the program: this machine only, over shared memory (ob1 with the
 // self and vader transports: no UCX, no network), with more ranks than cores allowed and no
@@ -104,8 +91,8 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   for (std::string& e : entries) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> arguments = mpirun_arguments(ranks);
-  for (const std::string& word : {self_path(), rank_case, std::string("--reporter"), std::string("compact"),
-                                  std::string("--colour-mode"), std::string("none")})
+  for (const std::string& word : {course::testing::this_program(), rank_case, std::string("--reporter"),
+                                  std::string("compact"), std::string("--colour-mode"), std::string("none")})
     arguments.push_back(word);
   std::vector<char*> argv;
   for (std::string& a : arguments) argv.push_back(a.data());
@@ -149,8 +136,9 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   }
   (void)kill(-pid, SIGKILL);  // a rank that outlived mpirun (each also dies with its parent)
   job.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  for (int r = 0; r < ranks; ++r) job.reports.push_back(slurp(dir / ("rank-" + std::to_string(r) + ".out")));
-  job.log = slurp(log_path);
+  for (int r = 0; r < ranks; ++r)
+    job.reports.push_back(course::testing::read_file(dir / ("rank-" + std::to_string(r) + ".out")));
+  job.log = course::testing::read_file(log_path);
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   return job;
@@ -208,7 +196,7 @@ std::string read_rank_report(int rank) {
   const char* dir = std::getenv("COURSE_MPI_DIR");
   if (dir == nullptr)
     throw std::runtime_error("read_rank_report: COURSE_MPI_DIR is not set (not started by run_mpi_job)");
-  return slurp(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
+  return course::testing::read_file(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
 }
 
 std::uint64_t rank_seed(int rank) {

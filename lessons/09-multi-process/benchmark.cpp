@@ -31,22 +31,10 @@
 
 using namespace lesson09;
 
-extern char** environ;
-
 namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr int kRepeats = 5;
-
-Environment this_environment() {
-  Environment environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const std::size_t equals = text.find('=');
-    if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
-  }
-  return environment;
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -138,7 +126,7 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return 0;
     }
-    const RankPlacement placement = place_rank(this_environment(), visible);
+    const RankPlacement placement = place_rank(course::process_environment(), visible);
     const int device = placement.device;
     ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, device, std::chrono::seconds(60));
     const course::Stream stream(device);

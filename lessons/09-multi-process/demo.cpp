@@ -27,19 +27,7 @@
 
 using namespace lesson09;
 
-extern char** environ;
-
 namespace {
-
-Environment this_environment() {
-  Environment environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const std::size_t equals = text.find('=');
-    if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
-  }
-  return environment;
-}
 
 // Prints one line per rank, in rank order (each rank's line goes through rank 0).
 void print_in_rank_order(const std::string& line) {
@@ -102,7 +90,7 @@ int main(int argc, char** argv) {
   say("task 1: who am I");
   std::string line = "rank " + std::to_string(rank) + ": ";
   try {
-    const RankPlacement placement = place_rank(this_environment(), course::visible_gpu_count());
+    const RankPlacement placement = place_rank(course::process_environment(), course::visible_gpu_count());
     device = placement.device;
     line += "launcher " + placement.launcher + ", rank " + std::to_string(placement.rank) + " of " +
             std::to_string(placement.size) + ", local rank " + std::to_string(placement.local_rank) + ", GPU " +
