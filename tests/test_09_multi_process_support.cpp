@@ -23,10 +23,9 @@
 #include <thread>
 
 #include "common/check.h"
+#include "common/programs.h"
 #include "common/random.h"
 #include "common/testing/rank_launcher.h"
-
-extern char** environ;
 
 namespace lesson09_tests {
 namespace {
@@ -74,12 +73,7 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   const std::string log_path = (dir / "mpirun.log").string();
 
   // Everything the child needs is made before fork (only async-signal-safe calls after it).
-  std::map<std::string, std::string> variables;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const std::size_t equals = text.find('=');
-    if (equals != std::string::npos) variables[text.substr(0, equals)] = text.substr(equals + 1);
-  }
+  std::map<std::string, std::string> variables = course::process_environment();
   for (const auto& [name, value] : env) variables[name] = value;
   variables["COURSE_MPI_DIR"] = dir.string();
   variables["OMPI_ALLOW_RUN_AS_ROOT"] = "1";

@@ -22,9 +22,8 @@
 #include <thread>
 
 #include "../check.h"
+#include "../programs.h"
 #include "gpu_test.h"  // write_child_output, defined here: it needs no test framework
-
-extern char** environ;
 
 namespace course::testing {
 namespace {
@@ -69,12 +68,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
     const std::string log = (dir / ("rank-" + std::to_string(rank) + ".log")).string();
     // Everything the child needs is made before fork: between fork and exec a threaded program
     // may call only async-signal-safe functions (no malloc, no setenv).
-    std::map<std::string, std::string> variables;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      const std::string text(*entry);
-      const std::size_t equals = text.find('=');
-      if (equals != std::string::npos) variables[text.substr(0, equals)] = text.substr(equals + 1);
-    }
+    std::map<std::string, std::string> variables = course::process_environment();
     for (const auto& [name, value] : env) variables[name] = value;
     if (const auto extra = rank_env.find(rank); extra != rank_env.end())
       for (const auto& [name, value] : extra->second) variables[name] = value;
