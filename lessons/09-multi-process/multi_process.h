@@ -175,8 +175,8 @@ struct JobShape {
 // where the program and every argument are written in single quotes ('it'"'"'s' for it's: a quote
 // inside ends the quoted part, adds an escaped quote, and starts a new one), so the shell passes
 // each on as one word, unchanged. srun starts nodes x gpus_per_node processes, and every process
-// of a node sees the node's GPUs (task 1 gives it the one of its local rank; CUDA IPC needs the
-// peers' GPUs visible: --gpus-per-task=1 would hide them). Pure. Throws
+// of a node sees the node's GPUs (task 1 gives it the one of its local rank; task 3's IPC then
+// reaches peers' GPUs the process can see: --gpus-per-task=1 would hide them). Pure. Throws
 // std::invalid_argument for an empty or badly formed job name, nodes < 1, gpus_per_node < 1, a
 // time limit not of the form HH:MM:SS (two digits each, minutes and seconds below 60), or an
 // empty program.
