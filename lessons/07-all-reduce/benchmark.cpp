@@ -58,9 +58,12 @@ struct Row {
   double best_of_yours() const { return std::min({ring, one_shot, one_kernel}); }
 };
 
-// How many timings of one cell the table keeps the best of.
-int tries_for(std::size_t bytes) {
-  return bytes < kMiB ? 3 : 1;
+// The best of `timing`'s results: three of them below 1 MiB, where a call of a few us that the host
+// paces varies by 10-20% from one timing to the next (the best is the least disturbed), one above.
+double best_of(std::size_t bytes, const std::function<double()>& timing) {
+  double best = timing();
+  for (int t = 1; t < (bytes < kMiB ? 3 : 1); ++t) best = std::min(best, timing());
+  return best;
 }
 
 // How many calls one graph holds: enough that one replay's host cost is spread thin.
@@ -162,29 +165,21 @@ struct Setup {
     }
     NCCL_CHECK(ncclGroupEnd());
   }
-  // Seconds per call of `call`; below 1 MiB the best of three timings (a call of a few us that the
-  // host paces varies by 10-20% from one timing to the next; the best is the one least disturbed).
+  // Seconds per call of `call`, the best of best_of's timings.
   double time(const std::function<void()>& call, std::size_t bytes) {
-    double best = 0;
-    for (int t = 0; t < tries_for(bytes); ++t) {
-      const double seconds = course::seconds_per_call(
+    return best_of(bytes, [&] {
+      return course::seconds_per_call(
           call, [this] { wait(); }, 3, iterations_for(bytes));
-      best = t == 0 ? seconds : std::min(best, seconds);
-    }
-    return best;
+    });
   }
   // The same for `call` captured calls_per_graph(bytes) times into one graph and replayed.
   double time_graphed(const std::function<void()>& call, std::size_t bytes) {
     const int calls = calls_per_graph(bytes);
     CapturedCalls graph(workspace, call, calls);
     const int replays = std::max(2, iterations_for(bytes) / calls);
-    double best = 0;
-    for (int t = 0; t < tries_for(bytes); ++t) {
-      const double seconds =
-          course::seconds_per_call([&] { graph.launch(); }, [this] { synchronize(workspace); }, 2, replays) / calls;
-      best = t == 0 ? seconds : std::min(best, seconds);
-    }
-    return best;
+    return best_of(bytes, [&] {
+      return course::seconds_per_call([&] { graph.launch(); }, [this] { synchronize(workspace); }, 2, replays) / calls;
+    });
   }
 };
 
