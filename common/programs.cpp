@@ -5,9 +5,13 @@
 #include "programs.h"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <exception>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 
 extern char** environ;
 
@@ -40,6 +44,20 @@ std::map<std::string, std::string> process_environment() {
     if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
   }
   return environment;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string this_program() {
+  char self[4096] = {};
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
+  return std::string(self, static_cast<std::size_t>(length));
 }
 
 }  // namespace course

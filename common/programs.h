@@ -7,6 +7,7 @@
 // sees the rest.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -23,5 +24,10 @@ void demo_section(const std::string& title, const std::function<void()>& body);
 
 // This process's environment, name -> value (what lesson 09's place_rank takes).
 std::map<std::string, std::string> process_environment();
+
+// What a program that starts copies of itself needs: a whole file's text ("" when it cannot be
+// read), and this program's path (from /proc/self/exe; throws std::runtime_error without it).
+std::string read_file(const std::filesystem::path& path);
+std::string this_program();
 
 }  // namespace course

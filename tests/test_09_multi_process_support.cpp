@@ -85,8 +85,8 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   for (std::string& e : entries) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> arguments = mpirun_arguments(ranks);
-  for (const std::string& word : {course::testing::this_program(), rank_case, std::string("--reporter"),
-                                  std::string("compact"), std::string("--colour-mode"), std::string("none")})
+  for (const std::string& word : {course::this_program(), rank_case, std::string("--reporter"), std::string("compact"),
+                                  std::string("--colour-mode"), std::string("none")})
     arguments.push_back(word);
   std::vector<char*> argv;
   for (std::string& a : arguments) argv.push_back(a.data());
@@ -131,8 +131,8 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   (void)kill(-pid, SIGKILL);  // a rank that outlived mpirun (each also dies with its parent)
   job.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   for (int r = 0; r < ranks; ++r)
-    job.reports.push_back(course::testing::read_file(dir / ("rank-" + std::to_string(r) + ".out")));
-  job.log = course::testing::read_file(log_path);
+    job.reports.push_back(course::read_file(dir / ("rank-" + std::to_string(r) + ".out")));
+  job.log = course::read_file(log_path);
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   return job;
@@ -190,7 +190,7 @@ std::string read_rank_report(int rank) {
   const char* dir = std::getenv("COURSE_MPI_DIR");
   if (dir == nullptr)
     throw std::runtime_error("read_rank_report: COURSE_MPI_DIR is not set (not started by run_mpi_job)");
-  return course::testing::read_file(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
+  return course::read_file(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
 }
 
 std::uint64_t rank_seed(int rank) {

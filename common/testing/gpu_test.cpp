@@ -114,9 +114,7 @@ void run_with_watchdog(const std::string& what, std::chrono::seconds limit, cons
 
 ChildResult run_child_case(const std::string& case_name, const std::map<std::string, std::string>& env,
                            std::chrono::seconds limit) {
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) throw std::runtime_error("run_child_case: cannot find this program's path");
+  const std::string self = course::this_program();
   char out_template[] = "/tmp/course-child-XXXXXX";
   const int out_fd = mkstemp(out_template);
   char log_template[] = "/tmp/course-child-log-XXXXXX";
@@ -131,7 +129,7 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
     dup2(log_fd, STDERR_FILENO);
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     setenv("COURSE_CHILD_OUTPUT", out_template, 1);
-    execl(self, self, case_name.c_str(), "--reporter", "compact", static_cast<char*>(nullptr));
+    execl(self.c_str(), self.c_str(), case_name.c_str(), "--reporter", "compact", static_cast<char*>(nullptr));
     std::_Exit(127);
   }
   close(log_fd);
@@ -149,14 +147,8 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  auto slurp = [](const char* path) {
-    std::ifstream in(path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-  };
-  result.output = slurp(out_template);
-  result.log = slurp(log_template);
+  result.output = course::read_file(out_template);
+  result.log = course::read_file(log_template);
   std::remove(out_template);
   std::remove(log_template);
   return result;

@@ -49,7 +49,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
   if (started < 1 || started > nranks)
     throw std::invalid_argument("launch_ranks: cannot start " + std::to_string(started) + " ranks of " +
                                 std::to_string(nranks));
-  const std::string self = this_program();
+  const std::string self = course::this_program();
   char dir_template[] = "/tmp/course-ranks-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) throw std::runtime_error("launch_ranks: cannot create a temporary folder");
   const std::filesystem::path dir(dir_template);
@@ -137,8 +137,8 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
   }
   launch.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   for (std::size_t k = 0; k < pids.size(); ++k) {
-    launch.ranks[k].output = read_file(dir / ("rank-" + std::to_string(k) + ".out"));
-    launch.ranks[k].log = read_file(dir / ("rank-" + std::to_string(k) + ".log"));
+    launch.ranks[k].output = course::read_file(dir / ("rank-" + std::to_string(k) + ".out"));
+    launch.ranks[k].log = course::read_file(dir / ("rank-" + std::to_string(k) + ".log"));
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
@@ -175,7 +175,7 @@ ncclUniqueId share_unique_id(const RankContext& context, std::chrono::millisecon
                                std::to_string(limit.count()) + " ms for rank 0's id in " + path.string());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  std::string hex = read_file(path);
+  std::string hex = course::read_file(path);
   while (!hex.empty() && (hex.back() == '\n' || hex.back() == '\r')) hex.pop_back();
   return unique_id_from_hex(hex);
 }
@@ -206,20 +206,6 @@ ncclUniqueId unique_id_from_hex(const std::string& hex) {
     id.internal[i] = static_cast<char>(high * 16 + low);
   }
   return id;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string this_program() {
-  char self[4096] = {};
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) throw std::runtime_error("cannot find this program's path (/proc/self/exe)");
-  return std::string(self, static_cast<std::size_t>(length));
 }
 
 }  // namespace course::testing

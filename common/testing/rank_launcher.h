@@ -12,7 +12,6 @@
 #include <nccl.h>
 
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -62,10 +61,5 @@ ncclUniqueId share_unique_id(const RankContext& context, std::chrono::millisecon
 // std::invalid_argument for a string of another length or with a character that is not hex.
 std::string unique_id_to_hex(const ncclUniqueId& id);
 ncclUniqueId unique_id_from_hex(const std::string& hex);
-
-// What a launcher of this program's own processes needs: a whole file's text ("" when it cannot be
-// read), and this program's path (from /proc/self/exe; throws std::runtime_error without it).
-std::string read_file(const std::filesystem::path& path);
-std::string this_program();
 
 }  // namespace course::testing

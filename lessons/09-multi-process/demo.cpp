@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,16 +57,12 @@ int main(int argc, char** argv) {
   // demo-09 --job-script NODES GPUS_PER_NODE [PROGRAM ARGUMENT...]: your task-4 script that runs
   // PROGRAM with its arguments (this demo when none is given), for sbatch.
   if (argc >= 4 && std::string(argv[1]) == "--job-script") {
-    char self[4096] = {};
-    const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
     try {
       const JobShape shape{.job_name = "lesson-09-demo",
                            .nodes = std::atoi(argv[2]),
                            .gpus_per_node = std::atoi(argv[3]),
                            .time_limit = "00:10:00",
-                           .program = argc > 4     ? std::string(argv[4])
-                                      : length > 0 ? std::string(self, static_cast<std::size_t>(length))
-                                                   : std::string(argv[0]),
+                           .program = argc > 4 ? std::string(argv[4]) : course::this_program(),
                            .arguments = std::vector<std::string>(argv + std::min(argc, 5), argv + argc)};
       std::fputs(render_job_script(shape).c_str(), stdout);
       return 0;
