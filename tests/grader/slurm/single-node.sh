@@ -39,6 +39,13 @@ prefix=${COURSE_SLURM_PREFIX:-}
 if [ -n "$prefix" ]; then
   export PATH="$prefix/usr/sbin:$prefix/usr/bin:$PATH"
   export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Debian ships the daemons as slurmctld-wlm, slurmd-wlm and slurmstepd-wlm, and its installer makes
+  # the plain names (update-alternatives); dpkg -x runs no installer, so the names are made here.
+  for daemon in slurmctld slurmd slurmstepd; do
+    if [ ! -e "$prefix/usr/sbin/$daemon" ] && [ -e "$prefix/usr/sbin/$daemon-wlm" ]; then
+      ln -s "$daemon-wlm" "$prefix/usr/sbin/$daemon"
+    fi
+  done
 fi
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo --preserve-env=PATH,LD_LIBRARY_PATH "$@"; fi; }
 say() { echo "single-node slurm: $*" >&2; }
@@ -115,6 +122,11 @@ start() {
   for tool in munged slurmctld slurmd sinfo; do
     command -v "$tool" >/dev/null || die "$tool is missing: apt-get install -y slurmd slurmctld slurm-client munge"
   done
+  # slurmd starts every job step as /usr/sbin/slurmstepd, a path built into it: from a prefix, that
+  # file must exist too (a link to the prefix's), or every job fails at its first step.
+  if [ -n "$prefix" ] && [ ! -x /usr/sbin/slurmstepd ]; then
+    die "slurmd runs job steps as /usr/sbin/slurmstepd, which this host lacks: as root, ln -s $prefix/usr/sbin/slurmstepd-wlm /usr/sbin/slurmstepd"
+  fi
   for entry in "${daemons[@]}"; do
     if pid_of "${entry%%:*}" "${entry#*:}" >/dev/null; then die "${entry%%:*} of $dir is running already: stop it first"; fi
   done
