@@ -134,8 +134,8 @@ TEST_CASE("split_sum's partial sums run on their rank's stream", "[06-nccl][task
     const HeldOutcome outcome = run_with_stream_held(
         c.stream_handles[held], "split_sum while rank " + std::to_string(held) + "'s stream is held",
         [&] { got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers); },
-        [&] { return !course::is_poisoned(peek.value(buffers.total_pointers[held])); }, std::chrono::seconds(2));
-    INFO("rank " << held << "'s stream was held for 2 s"
+        [&] { return !course::is_poisoned(peek.value(buffers.total_pointers[held])); }, 500ms);
+    INFO("rank " << held << "'s stream was held for 0.5 s"
                  << (outcome.watcher_stalled ? "; " + outcome.describe("rank " + std::to_string(held)) : "")
                  << ". totals[" << held << "] "
                  << (outcome.others_finished ? "was written meanwhile" : "stayed poisoned")

@@ -10,7 +10,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <future>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "common/check.h"
 #include "common/device_guard.h"
@@ -42,6 +45,37 @@ std::string first_difference(const std::vector<float>& got, const std::vector<fl
   return out.str();
 }
 
+// The communicators the cases are done with, destroyed when the test program ends. ncclCommDestroy
+// takes about half a second a set (NCCL stops its threads; lesson 06's benchmark measures it), most
+// of a small case's time, and paid once per set and case it was a fifth of this lesson's run. At the
+// end every set is destroyed at once, one thread per set (each set's own ranks one after another,
+// as before), so the program's exit pays half a second once. This runs before the CUDA runtime's own
+// clean-up, which it registered at the program's first CUDA call, earlier than this object was made.
+class RetiredCommunicators {
+ public:
+  static void keep(std::vector<ncclComm_t> comms) {
+    static RetiredCommunicators retired;
+    const std::lock_guard<std::mutex> lock(retired.mutex_);
+    retired.sets_.push_back(std::move(comms));
+  }
+  RetiredCommunicators(const RetiredCommunicators&) = delete;
+  RetiredCommunicators& operator=(const RetiredCommunicators&) = delete;
+
+ private:
+  RetiredCommunicators() = default;
+  ~RetiredCommunicators() {
+    std::vector<std::thread> destroying;
+    for (std::vector<ncclComm_t>& set : sets_)
+      destroying.emplace_back([&set] {
+        for (ncclComm_t comm : set)
+          if (comm != nullptr) (void)ncclCommDestroy(comm);
+      });
+    for (std::thread& t : destroying) t.join();
+  }
+  std::mutex mutex_;
+  std::vector<std::vector<ncclComm_t>> sets_;
+};
+
 std::vector<float> parse_floats(const std::string& text) {
   std::istringstream in(text);
   std::vector<float> values;
@@ -68,8 +102,7 @@ Communicators::Communicators(std::span<const int> devices) {
 }
 
 Communicators::~Communicators() {
-  for (ncclComm_t comm : comms)
-    if (comm != nullptr) (void)ncclCommDestroy(comm);
+  RetiredCommunicators::keep(std::move(comms));
 }
 
 SplitSumBuffers::SplitSumBuffers(std::span<const int> list, std::span<const float> values)
@@ -164,6 +197,15 @@ std::map<std::string, std::string> job_env(std::size_t count, std::uint64_t seed
 
 std::string last_lines(const std::string& log, std::size_t max_chars) {
   return log.size() <= max_chars ? log : "..." + log.substr(log.size() - max_chars);
+}
+
+std::vector<course::testing::RankLaunch> jobs_at_once(int count,
+                                                      const std::function<course::testing::RankLaunch(int g)>& launch) {
+  std::vector<std::future<course::testing::RankLaunch>> running;
+  for (int g = 1; g <= count; ++g) running.push_back(std::async(std::launch::async, launch, g));
+  std::vector<course::testing::RankLaunch> launches;
+  for (auto& job : running) launches.push_back(job.get());
+  return launches;
 }
 
 void check_sums(const course::testing::RankLaunch& launch, int nranks, std::size_t count, std::uint64_t seed,

@@ -51,7 +51,7 @@ int last_step_with_floats(std::size_t count, int workers, int k) {
 }
 
 // A ring step that makes worker `late`'s step `late_step` (counted in the calls of step on that
-// worker's stream) run 300 ms late: it enqueues a host-function sleep on the stream first.
+// worker's stream) run 100 ms late: it enqueues a host-function sleep on the stream first.
 class LateStep {
  public:
   LateStep(const AllReduceWorkspace& workspace, int late, int late_step)
@@ -59,7 +59,7 @@ class LateStep {
   RingStep step() {
     return [this](const float* src, float* dst, std::size_t n, bool add, cudaStream_t stream) {
       if (stream == stream_ && calls_++ == late_step_) {
-        enqueue_delay(stream, 300ms);
+        enqueue_delay(stream, kLate);
         delayed_ = true;
       }
       enqueue_ring_step(src, dst, n, add, stream);
@@ -261,7 +261,7 @@ TEST_CASE("each buffer goes back to its worker's stream only after its right nei
         LateStep late(workspace, right, last_read);
         const std::string what = std::to_string(workers) + " workers, " + std::to_string(count) + " floats, worker " +
                                  std::to_string(right) + "'s step " + std::to_string(last_read) +
-                                 " (its last read of buffer " + std::to_string(k) + ") 300 ms late";
+                                 " (its last read of buffer " + std::to_string(k) + ") 100 ms late";
         run_with_watchdog("ring_all_reduce with " + what, kGateLimit, kGateHint, [&] {
           ring_all_reduce(workspace, buffers.pointers, count, late.step());
           // The caller reuses buffer k right after the call, in the order of worker k's stream.
@@ -298,7 +298,7 @@ TEST_CASE("every ring step waits for its left neighbour's step of this call whic
       buffers.reset();
       LateStep late(workspace, late_worker, t);
       const std::string what = std::to_string(workers) + " workers, worker " + std::to_string(late_worker) +
-                               "'s step " + std::to_string(t) + " 300 ms late";
+                               "'s step " + std::to_string(t) + " 100 ms late";
       run_with_watchdog("ring_all_reduce with " + what, kGateLimit, kGateHint, [&] {
         ring_all_reduce(workspace, buffers.pointers, count, late.step());
         wait_for_workers(workspace);

@@ -265,7 +265,7 @@ TEST_CASE("two kernel one-shot calls back to back with one worker's first kernel
     bool delayed = false;
     const OneKernelLaunch late_once = [&](const OneKernelArgs& args, cudaStream_t stream) {
       if (!delayed && args.worker == late) {
-        enqueue_delay(stream, 300ms);
+        enqueue_delay(stream, kLate);
         delayed = true;
       }
       enqueue_one_kernel(args, stream);

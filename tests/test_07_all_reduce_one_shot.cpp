@@ -158,7 +158,7 @@ TEST_CASE("a second one-shot call never overwrites a copy that a peer is still r
     bool delayed = false;
     const PeerSum slow_worker_1 = [&](const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream) {
       if (!delayed && stream == workspace.workers[1].stream.get()) {  // worker 1's sum, first call only
-        enqueue_delay(stream, 300ms);
+        enqueue_delay(stream, kLate);
         delayed = true;
       }
       enqueue_sum_of_peers(sources, out, n, stream);

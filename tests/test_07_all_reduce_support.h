@@ -74,7 +74,7 @@ struct Buffers {
 };
 
 // NCCL's in-place all-reduce of the same inputs, one rank per worker (their devices must be
-// distinct): each rank's sum, read back.
+// distinct): each rank's sum, read back. The communicators for a list are made once per test program.
 std::vector<std::vector<float>> nccl_sums(const Buffers& buffers);
 
 // Waits for every worker's stream (lesson07::synchronize: a kernel one-shot that gave up throws).
@@ -85,6 +85,11 @@ void poison_scratch(const lesson07::AllReduceWorkspace& workspace);
 
 // A host function that sleeps `delay` on `stream`: everything after it on that stream waits.
 void enqueue_delay(cudaStream_t stream, std::chrono::milliseconds delay);
+
+// How late the cases make one worker's step, sum or kernel: a wrong order shows within
+// microseconds (the other workers' work on one GPU takes well under a millisecond), so 100 ms is a
+// margin of a hundred times and more, and the ordering cases with dozens of late steps stay short.
+inline constexpr auto kLate = std::chrono::milliseconds(100);
 
 // One of the all-reduces under test (ring_all_reduce or one_shot_all_reduce with its default launcher).
 using AllReduceCall =

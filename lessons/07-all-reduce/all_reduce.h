@@ -187,7 +187,7 @@ void enqueue_ring_step(const float* src, float* dst, std::size_t n, bool add, cu
 
 // How one step is enqueued: enqueue_ring_step's signature. The tests pass their own, which calls
 // enqueue_ring_step after it: one that records every call's arguments; one that, before one chosen
-// step of one worker, enqueues a 300 ms host-function sleep on its stream; and on distinct GPUs one
+// step of one worker, enqueues a 100 ms host-function sleep on its stream; and on distinct GPUs one
 // that notes whether the stream's device is current. (A kernel launch into a stream of another device
 // than the current one is documented to fail, but some drivers run it on the stream's device: CUDA
 // 13.0 with driver 580 on H100s did, measured by the course. So the test records the current device
@@ -249,7 +249,7 @@ void enqueue_sum_of_peers(const PeerSources& sources, float* out, std::size_t n,
 
 // How the one-shot's sum is enqueued: enqueue_sum_of_peers's signature. The tests pass their own, which
 // calls enqueue_sum_of_peers after it: one that records every call's arguments; one that, for one
-// worker, enqueues a 300 ms host-function sleep on its stream first; and on distinct GPUs one that
+// worker, enqueues a 100 ms host-function sleep on its stream first; and on distinct GPUs one that
 // notes whether the stream's device is current (as RingStep's).
 using PeerSum = std::function<void(const PeerSources& sources, float* out, std::size_t n, cudaStream_t stream)>;
 
@@ -317,7 +317,7 @@ void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream);
 
 // How worker k's kernel is enqueued: enqueue_one_kernel's signature. The tests pass their own,
 // which calls enqueue_one_kernel after it: one that records every call's arguments; one that, for
-// one worker, enqueues a 300 ms host-function sleep first; one that never launches one worker's
+// one worker, enqueues a 100 ms host-function sleep first; one that never launches one worker's
 // kernel; and on distinct GPUs one that notes whether the stream's device is current.
 using OneKernelLaunch = std::function<void(const OneKernelArgs& args, cudaStream_t stream)>;
 
