@@ -38,7 +38,7 @@ port=${COURSE_SLURM_PORT:-6817}
 prefix=${COURSE_SLURM_PREFIX:-}
 if [ -n "$prefix" ]; then
   export PATH="$prefix/usr/sbin:$prefix/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # Debian ships the daemons as slurmctld-wlm, slurmd-wlm and slurmstepd-wlm, and its installer makes
   # the plain names (update-alternatives); dpkg -x runs no installer, so the names are made here.
   for daemon in slurmctld slurmd slurmstepd; do
@@ -81,6 +81,10 @@ write_config() {
   else
     rm -f "$dir/etc/gres.conf"
   fi
+  # cgroup/v2 (the default where the host mounts it) asks systemd over D-Bus for a scope to put
+  # job steps in; a host without systemd (a container, a bare VM) has none, and slurmd would not
+  # start: it makes the cgroup folders itself instead. (cgroup/v1 reads no such setting.)
+  echo "IgnoreSystemd=yes" >"$dir/etc/cgroup.conf"
   cat >"$dir/etc/slurm.conf" <<EOF
 # Written by tests/grader/slurm/single-node.sh: one node, this host.
 ClusterName=course
@@ -116,6 +120,15 @@ PartitionName=course Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 
+# A daemon that did not start: its log's end, and whatever did start is stopped (a second start
+# would otherwise find it running and refuse).
+failed() {
+  say "$1 did not start; the end of $dir/log/$1.log:"
+  tail -n 8 "$dir/log/$1.log" >&2 || true
+  stop
+  exit 1
+}
+
 start() {
   local gpus=0
   [ "${1:-}" = --gpus ] && gpus=1
@@ -140,9 +153,10 @@ start() {
   as_root dd if=/dev/urandom of="$dir/etc/munge.key" bs=1024 count=1 status=none
   as_root chmod 400 "$dir/etc/munge.key"
   as_root munged --force --key-file="$dir/etc/munge.key" --socket="$dir/run/munge.socket" \
-    --pid-file="$dir/run/munged.pid" --seed-file="$dir/state/munged.seed" --log-file="$dir/log/munged.log"
-  as_root slurmctld -f "$SLURM_CONF"
-  as_root slurmd -f "$SLURM_CONF"
+    --pid-file="$dir/run/munged.pid" --seed-file="$dir/state/munged.seed" --log-file="$dir/log/munged.log" ||
+    failed munged
+  as_root slurmctld -f "$SLURM_CONF" || failed slurmctld
+  as_root slurmd -f "$SLURM_CONF" || failed slurmd
 
   local waited=0 state=""
   while :; do
