@@ -60,4 +60,19 @@ std::string this_program() {
   return std::string(self, static_cast<std::size_t>(length));
 }
 
+ExecImage::ExecImage(std::vector<std::string> arguments, const std::map<std::string, std::string>& environment)
+    : arguments_(std::move(arguments)) {
+  if (arguments_.empty()) throw std::invalid_argument("ExecImage: no program");
+  for (const auto& [name, value] : environment) entries_.push_back(name + "=" + value);
+  for (std::string& a : arguments_) argv_.push_back(a.data());
+  argv_.push_back(nullptr);
+  for (std::string& e : entries_) envp_.push_back(e.data());
+  envp_.push_back(nullptr);
+}
+
+void ExecImage::exec() const {
+  execve(argv_[0], argv_.data(), envp_.data());
+  _exit(127);
+}
+
 }  // namespace course

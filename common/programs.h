@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace course {
 
@@ -29,5 +30,22 @@ std::map<std::string, std::string> process_environment();
 // read), and this program's path (from /proc/self/exe; throws std::runtime_error without it).
 std::string read_file(const std::filesystem::path& path);
 std::string this_program();
+
+// A program to start with execve, its arguments and environment made before fork: between fork
+// and exec a threaded program (NCCL's threads, a watchdog's) may call only async-signal-safe
+// functions, not malloc or setenv (a lock another thread held at the fork stays held in the
+// child forever), so the child calls exec() and nothing that allocates. arguments[0] is the path.
+class ExecImage {
+ public:
+  ExecImage(std::vector<std::string> arguments, const std::map<std::string, std::string>& environment);
+  ExecImage(const ExecImage&) = delete;  // argv and envp point into this object's own strings
+  ExecImage& operator=(const ExecImage&) = delete;
+  // execve(arguments[0], ...); where it fails, _exit(127). Async-signal-safe.
+  [[noreturn]] void exec() const;
+
+ private:
+  std::vector<std::string> arguments_, entries_;
+  std::vector<char*> argv_, envp_;
+};
 
 }  // namespace course

@@ -79,18 +79,11 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   variables["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
   variables["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
   variables["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";  // no process_vm_readv in a sandbox
-  std::vector<std::string> entries;
-  for (const auto& [name, value] : variables) entries.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& e : entries) envp.push_back(e.data());
-  envp.push_back(nullptr);
   std::vector<std::string> arguments = mpirun_arguments(ranks);
   for (const std::string& word : {course::this_program(), rank_case, std::string("--reporter"), std::string("compact"),
                                   std::string("--colour-mode"), std::string("none")})
     arguments.push_back(word);
-  std::vector<char*> argv;
-  for (std::string& a : arguments) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  const course::ExecImage mpirun(std::move(arguments), variables);
 
   MpiJob job;
   const auto start = std::chrono::steady_clock::now();
@@ -104,8 +97,7 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
       (void)dup2(log_fd, STDOUT_FILENO);
       (void)dup2(log_fd, STDERR_FILENO);
     }
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
+    mpirun.exec();
   }
   (void)setpgid(pid, pid);
   job.started = true;

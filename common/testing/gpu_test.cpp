@@ -17,8 +17,10 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -122,15 +124,17 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
   if (out_fd < 0 || log_fd < 0) throw std::runtime_error("run_child_case: cannot create temporary files");
   close(out_fd);
 
+  std::map<std::string, std::string> variables = course::process_environment();
+  for (const auto& [name, value] : env) variables[name] = value;
+  variables["COURSE_CHILD_OUTPUT"] = out_template;
+  const course::ExecImage child({self, case_name, "--reporter", "compact"}, variables);  // made before fork
+
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("run_child_case: fork failed");
   if (pid == 0) {
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    setenv("COURSE_CHILD_OUTPUT", out_template, 1);
-    execl(self.c_str(), self.c_str(), case_name.c_str(), "--reporter", "compact", static_cast<char*>(nullptr));
-    std::_Exit(127);
+    child.exec();
   }
   close(log_fd);
 

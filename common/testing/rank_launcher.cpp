@@ -76,13 +76,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
     variables["COURSE_NRANKS"] = std::to_string(nranks);
     variables["COURSE_RANK_DIR"] = dir.string();
     variables["COURSE_CHILD_OUTPUT"] = out;
-    std::vector<std::string> entries;
-    for (const auto& [name, value] : variables) entries.push_back(name + "=" + value);
-    std::vector<char*> envp;
-    for (std::string& e : entries) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string arg0 = self, arg1 = case_name, arg2 = "--reporter", arg3 = "compact";
-    char* argv[] = {arg0.data(), arg1.data(), arg2.data(), arg3.data(), nullptr};
+    const course::ExecImage child({self, case_name, "--reporter", "compact"}, variables);
 
     const pid_t pid = fork();
     if (pid < 0) {
@@ -99,8 +93,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
         (void)dup2(log_fd, STDOUT_FILENO);
         (void)dup2(log_fd, STDERR_FILENO);
       }
-      execve(argv[0], argv, envp.data());
-      _exit(127);
+      child.exec();
     }
     if (group == 0) group = pid;
     (void)setpgid(pid, group);  // also from here: whichever runs first, the child is in the group
