@@ -63,14 +63,22 @@ class RetiredCommunicators {
 
  private:
   RetiredCommunicators() = default;
+  // ncclCommDestroy waits for the communicator's work: a collective that a wrong file left
+  // running for good (a rank that never joined it) would hold the program's exit forever, so the
+  // watchdog ends it, as it ends a hung call, and the run does not agree with its results.
   ~RetiredCommunicators() {
-    std::vector<std::thread> destroying;
-    for (std::vector<ncclComm_t>& set : sets_)
-      destroying.emplace_back([&set] {
-        for (ncclComm_t comm : set)
-          if (comm != nullptr) (void)ncclCommDestroy(comm);
-      });
-    for (std::thread& t : destroying) t.join();
+    run_with_watchdog("destroying the communicators the cases made", std::chrono::seconds(30),
+                      "a collective still running on one of them: ncclCommDestroy waits for it (a call that "
+                      "not every rank of the communicator joined)",
+                      [this] {
+                        std::vector<std::thread> destroying;
+                        for (std::vector<ncclComm_t>& set : sets_)
+                          destroying.emplace_back([&set] {
+                            for (ncclComm_t comm : set)
+                              if (comm != nullptr) (void)ncclCommDestroy(comm);
+                          });
+                        for (std::thread& t : destroying) t.join();
+                      });
   }
   std::mutex mutex_;
   std::vector<std::vector<ncclComm_t>> sets_;
