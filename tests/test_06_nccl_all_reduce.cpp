@@ -119,7 +119,7 @@ TEST_CASE("child: all-reduce behind a stream held for good", "[.][06-nccl-child]
   data.fill(0, course::random_small_integers(n, 360));
   all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum);  // loads the kernels
   StreamGate gate(c.stream_handles[0]);  // never opened while the call runs
-  run_with_watchdog("all_reduce on a stream that never runs", std::chrono::seconds(3), kGroupHint,
+  run_with_watchdog("all_reduce on a stream that never runs", std::chrono::seconds(2), kGroupHint,
                     [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
   course::testing::write_child_output("returned\n");
 }
@@ -133,7 +133,7 @@ TEST_CASE("a collective that never finishes ends under the watchdog with a messa
                                << last_lines(child.log));
   INFO(
       "all_reduce must wait for its stream: here that stream never runs, so the call must still be waiting "
-      "when the watchdog ends the program after 3 s");
+      "when the watchdog ends the program after 2 s");
   CHECK(child.output.find("returned") == std::string::npos);
   CHECK(child.exit_code == course::testing::kWatchdogExitCode);
   CHECK(child.log.find("WATCHDOG: all_reduce on a stream that never runs did not finish") != std::string::npos);
