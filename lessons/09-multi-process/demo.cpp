@@ -124,19 +124,29 @@ int main(int argc, char** argv) {
   }
   print_in_rank_order(line);
 
-  say("task 3: a one-shot all-reduce through CUDA IPC");
+  // CUDA IPC reaches only the processes of this node: task 3 runs among them (one communicator per
+  // node, MPI_COMM_TYPE_SHARED), so on N nodes each node sums its own ranks' numbers.
+  say("task 3: a one-shot all-reduce through CUDA IPC, among the processes of each node");
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int node_size = 1, node_expected = 0;
+  const int value = rank + 1;  // what this rank's buffer holds everywhere
+  MPI_Comm_size(node, &node_size);
+  MPI_Allreduce(&value, &node_expected, 1, MPI_INT, MPI_SUM, node);
   line = "rank " + std::to_string(rank) + ": ";
   try {
-    IpcAllReduce ipc = open_ipc_all_reduce(MPI_COMM_WORLD, device, kCount);
+    IpcAllReduce ipc = open_ipc_all_reduce(node, device, kCount);
     ipc_all_reduce(ipc, input.data(), output.data(), kCount, stream);
     stream.synchronize();
     CUDA_CHECK(cudaMemcpy(got.data(), output.data(), output.bytes(), cudaMemcpyDeviceToHost));
     close_ipc_all_reduce(ipc);
-    line += "IPC one-shot: " + summary(got, expected);
+    line += "IPC one-shot: " + summary(got, static_cast<float>(node_expected));
+    if (node_size < size) line += " (the " + std::to_string(node_size) + " processes of its node)";
   } catch (const std::exception& error) {
     line += std::string("stopped: ") + error.what();
   }
   print_in_rank_order(line);
+  MPI_Comm_free(&node);
   MPI_Finalize();
   return 0;
 }
