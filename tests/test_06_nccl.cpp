@@ -127,14 +127,13 @@ TEST_CASE("one process per GPU joins with rank 0's id and every rank gets the su
           "[06-nccl][task:4][gpus:1][points:3]") {
   const int count = require_gpus(1);
   const std::size_t n = 100003;
-  std::vector<std::uint64_t> seeds;  // made here: case_seed talks to Catch2, which the jobs' threads must not
-  for (int g = 1; g <= count; ++g) seeds.push_back(case_seed(500 + g));
-  const auto launches = jobs_at_once(
-      count, [&](int g) { return course::testing::launch_ranks(kRankCase, g, g, job_env(n, seeds[g - 1]), 90s); });
+  const std::vector<Job> jobs = jobs_at_once(count, 500, [&](int g, std::uint64_t seed) {
+    return course::testing::launch_ranks(kRankCase, g, g, job_env(n, seed), 90s);
+  });
   for (int g = 1; g <= count; ++g) {
-    const auto& launch = launches[g - 1];
+    const auto& launch = jobs[g - 1].launch;
     INFO(g << " processes, one per GPU" << (launch.timed_out ? "; the job was killed at its time limit" : ""));
-    check_sums(launch, g, n, seeds[g - 1], "sum");
+    check_sums(launch, g, n, jobs[g - 1].seed, "sum");
   }
 }
 

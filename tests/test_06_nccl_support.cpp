@@ -11,14 +11,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <future>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/partition.h"
 #include "common/random.h"
+#include "common/testing/communicators_at_exit.h"
 #include "common/testing/gpu_test.h"
 #include "nccl_collectives.h"
 
@@ -44,45 +43,6 @@ std::string first_difference(const std::vector<float>& got, const std::vector<fl
       << got[offset + first] << ", expected " << expected[first] << " (NaN: never written)";
   return out.str();
 }
-
-// The communicators the cases are done with, destroyed when the test program ends. ncclCommDestroy
-// takes about half a second a set (NCCL stops its threads; lesson 06's benchmark measures it), most
-// of a small case's time, and paid once per set and case it was a fifth of this lesson's run. At the
-// end every set is destroyed at once, one thread per set (each set's own ranks one after another,
-// as before), so the program's exit pays half a second once. This runs before the CUDA runtime's own
-// clean-up, which it registered at the program's first CUDA call, earlier than this object was made.
-class RetiredCommunicators {
- public:
-  static void keep(std::vector<ncclComm_t> comms) {
-    static RetiredCommunicators retired;
-    const std::lock_guard<std::mutex> lock(retired.mutex_);
-    retired.sets_.push_back(std::move(comms));
-  }
-  RetiredCommunicators(const RetiredCommunicators&) = delete;
-  RetiredCommunicators& operator=(const RetiredCommunicators&) = delete;
-
- private:
-  RetiredCommunicators() = default;
-  // ncclCommDestroy waits for the communicator's work: a collective that a wrong file left
-  // running for good (a rank that never joined it) would hold the program's exit forever, so the
-  // watchdog ends it, as it ends a hung call, and the run does not agree with its results.
-  ~RetiredCommunicators() {
-    run_with_watchdog("destroying the communicators the cases made", std::chrono::seconds(30),
-                      "a collective still running on one of them: ncclCommDestroy waits for it (a call that "
-                      "not every rank of the communicator joined)",
-                      [this] {
-                        std::vector<std::thread> destroying;
-                        for (std::vector<ncclComm_t>& set : sets_)
-                          destroying.emplace_back([&set] {
-                            for (ncclComm_t comm : set)
-                              if (comm != nullptr) (void)ncclCommDestroy(comm);
-                          });
-                        for (std::thread& t : destroying) t.join();
-                      });
-  }
-  std::mutex mutex_;
-  std::vector<std::vector<ncclComm_t>> sets_;
-};
 
 std::vector<float> parse_floats(const std::string& text) {
   std::istringstream in(text);
@@ -110,7 +70,7 @@ Communicators::Communicators(std::span<const int> devices) {
 }
 
 Communicators::~Communicators() {
-  RetiredCommunicators::keep(std::move(comms));
+  course::testing::destroy_at_exit(std::move(comms));
 }
 
 SplitSumBuffers::SplitSumBuffers(std::span<const int> list, std::span<const float> values)
@@ -207,13 +167,15 @@ std::string last_lines(const std::string& log, std::size_t max_chars) {
   return log.size() <= max_chars ? log : "..." + log.substr(log.size() - max_chars);
 }
 
-std::vector<course::testing::RankLaunch> jobs_at_once(int count,
-                                                      const std::function<course::testing::RankLaunch(int g)>& launch) {
+std::vector<Job> jobs_at_once(int count, std::uint64_t salt,
+                              const std::function<course::testing::RankLaunch(int g, std::uint64_t seed)>& launch) {
+  std::vector<std::uint64_t> seeds;
+  for (int g = 1; g <= count; ++g) seeds.push_back(case_seed(salt + static_cast<std::uint64_t>(g)));
   std::vector<std::future<course::testing::RankLaunch>> running;
-  for (int g = 1; g <= count; ++g) running.push_back(std::async(std::launch::async, launch, g));
-  std::vector<course::testing::RankLaunch> launches;
-  for (auto& job : running) launches.push_back(job.get());
-  return launches;
+  for (int g = 1; g <= count; ++g) running.push_back(std::async(std::launch::async, launch, g, seeds[g - 1]));
+  std::vector<Job> jobs;
+  for (int g = 1; g <= count; ++g) jobs.push_back(Job{.launch = running[g - 1].get(), .seed = seeds[g - 1]});
+  return jobs;
 }
 
 void check_sums(const course::testing::RankLaunch& launch, int nranks, std::size_t count, std::uint64_t seed,

@@ -43,7 +43,7 @@ extern const std::vector<std::size_t> kCounts;
 std::vector<int> first_devices(int count);
 
 // The student's communicators, destroyed by the test itself (never by code under test) when the
-// test program ends, all sets at once (test_06_nccl_support.cpp says why).
+// test program ends, all sets at once (common/testing/communicators_at_exit.h says why).
 struct Communicators {
   explicit Communicators(std::span<const int> devices);
   ~Communicators();
@@ -108,12 +108,19 @@ std::map<std::string, std::string> job_env(std::size_t count, std::uint64_t seed
 // The end of a log (its last `max_chars` characters), for a failure message.
 std::string last_lines(const std::string& log, std::size_t max_chars = 3000);
 
-// Runs `launch(g)` for g = 1 .. count at once, each on a thread of its own, and returns the jobs'
-// launches in order of g. The jobs of one case are independent (each its own id, folder and
-// processes), so they need not wait for each other; most of each one's time is its processes'
-// start-up and NCCL's, which overlap.
-std::vector<course::testing::RankLaunch> jobs_at_once(int count,
-                                                      const std::function<course::testing::RankLaunch(int g)>& launch);
+// One job of jobs_at_once: its launch and the seed its ranks' inputs came from.
+struct Job {
+  course::testing::RankLaunch launch;
+  std::uint64_t seed = 0;
+};
+
+// Runs `launch(g, seed)` for g = 1 .. count at once, each on a thread of its own, with seed
+// case_seed(salt + g) (made first, on the caller's thread: case_seed talks to Catch2, which other
+// threads must not), and returns the jobs in order of g. The jobs of one case are independent
+// (each its own id, folder and processes), so they need not wait for each other; most of each
+// one's time is its processes' start-up and NCCL's, which overlap.
+std::vector<Job> jobs_at_once(int count, std::uint64_t salt,
+                              const std::function<course::testing::RankLaunch(int g, std::uint64_t seed)>& launch);
 
 // Every rank of `launch` exited 0 and wrote "sum" equal to the sum of every rank's input.
 void check_sums(const course::testing::RankLaunch& launch, int nranks, std::size_t count, std::uint64_t seed,

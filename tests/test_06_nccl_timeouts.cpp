@@ -105,16 +105,14 @@ TEST_CASE(kTimeoutRankCase, "[.][06-nccl-rank]") {
 TEST_CASE("with every rank present the non-blocking rank returns the sum", "[06-nccl][task:5][gpus:1][points:2]") {
   const int count = require_gpus(1);
   const std::size_t n = 4099;
-  std::vector<std::uint64_t> seeds;  // made here: case_seed talks to Catch2, which the jobs' threads must not
-  for (int g = 1; g <= count; ++g) seeds.push_back(case_seed(520 + g));
-  const auto launches = jobs_at_once(count, [&](int g) {
-    auto env = job_env(n, seeds[g - 1]);
+  const std::vector<Job> jobs = jobs_at_once(count, 520, [&](int g, std::uint64_t seed) {
+    auto env = job_env(n, seed);
     env["COURSE_RANK_TIMEOUT_MS"] = "60000";
     return course::testing::launch_ranks(kTimeoutRankCase, g, g, env, 100s);
   });
   for (int g = 1; g <= count; ++g) {
-    const auto& launch = launches[g - 1];
-    const std::uint64_t seed = seeds[g - 1];
+    const auto& launch = jobs[g - 1].launch;
+    const std::uint64_t seed = jobs[g - 1].seed;
     INFO(g << " processes, one per GPU");
     for (const auto& rank : launch.ranks) {
       INFO("rank " << rank.rank << " wrote:\n" << rank.output << "\nits log:\n" << last_lines(rank.log));

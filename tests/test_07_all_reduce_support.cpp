@@ -19,6 +19,7 @@
 #include "common/compare.h"
 #include "common/device_guard.h"
 #include "common/random.h"
+#include "common/testing/communicators_at_exit.h"
 #include "common/testing/devices.h"
 #include "common/testing/workers.h"
 
@@ -111,36 +112,23 @@ void Buffers::check(const std::string& what, int skip) const {
 namespace {
 
 // NCCL's communicators for one list of devices, made the first time a case asks for that list and
-// kept until the test program ends: the NCCL comparisons of three cases, each at three counts on
-// two lists, would otherwise make and destroy eighteen sets, the most expensive step of those cases
-// (they are the reference here, not the code under test). Destroyed at exit, before the CUDA
-// runtime's own clean-up (registered earlier, at the program's first CUDA call, so it runs later).
-class NcclReference {
- public:
-  static const std::vector<ncclComm_t>& comms(const std::vector<int>& devices) {
-    static NcclReference made;
-    if (const auto found = made.sets_.find(devices); found != made.sets_.end()) return found->second;
-    std::vector<ncclComm_t> comms(devices.size());
-    NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
-    return made.sets_.emplace(devices, std::move(comms)).first->second;
-  }
-  NcclReference(const NcclReference&) = delete;
-  NcclReference& operator=(const NcclReference&) = delete;
-
- private:
-  NcclReference() = default;
-  ~NcclReference() {
-    for (auto& [devices, comms] : sets_)
-      for (ncclComm_t comm : comms) (void)ncclCommDestroy(comm);
-  }
-  std::map<std::vector<int>, std::vector<ncclComm_t>> sets_;
-};
+// kept until the test program ends (common/testing/communicators_at_exit.h): the NCCL comparisons
+// of three cases, each at three counts on two lists, would otherwise make and destroy eighteen
+// sets, the most expensive step of those cases (they are the reference here, not the code under test).
+const std::vector<ncclComm_t>& reference_communicators(const std::vector<int>& devices) {
+  static std::map<std::vector<int>, std::vector<ncclComm_t>> made;
+  if (const auto found = made.find(devices); found != made.end()) return found->second;
+  std::vector<ncclComm_t> comms(devices.size());
+  NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
+  course::testing::destroy_at_exit(comms);
+  return made.emplace(devices, std::move(comms)).first->second;
+}
 
 }  // namespace
 
 std::vector<std::vector<float>> nccl_sums(const Buffers& buffers) {
   const int n = static_cast<int>(buffers.devices.size());
-  const std::vector<ncclComm_t>& comms = NcclReference::comms(buffers.devices);
+  const std::vector<ncclComm_t>& comms = reference_communicators(buffers.devices);
   std::vector<course::DeviceBuffer<float>> data;
   std::vector<course::Stream> streams;
   for (int k = 0; k < n; ++k) {

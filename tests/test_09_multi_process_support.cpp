@@ -25,7 +25,6 @@
 #include "common/check.h"
 #include "common/programs.h"
 #include "common/random.h"
-#include "common/testing/rank_launcher.h"
 
 namespace lesson09_tests {
 namespace {
