@@ -120,11 +120,12 @@ PartitionName=course Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 
-# A daemon that did not start: its log's end, and whatever did start is stopped (a second start
-# would otherwise find it running and refuse).
-failed() {
-  say "$1 did not start; the end of $dir/log/$1.log:"
-  tail -n 8 "$dir/log/$1.log" >&2 || true
+# A start that went wrong: says why, shows the end of the given logs, and stops whatever did start
+# (a second start would otherwise find it running and refuse).  give_up MESSAGE LOG...
+give_up() {
+  say "$1; the logs:"
+  shift
+  tail -n 20 "$@" >&2 || true
   stop
   exit 1
 }
@@ -154,19 +155,16 @@ start() {
   as_root chmod 400 "$dir/etc/munge.key"
   as_root munged --force --key-file="$dir/etc/munge.key" --socket="$dir/run/munge.socket" \
     --pid-file="$dir/run/munged.pid" --seed-file="$dir/state/munged.seed" --log-file="$dir/log/munged.log" ||
-    failed munged
-  as_root slurmctld -f "$SLURM_CONF" || failed slurmctld
-  as_root slurmd -f "$SLURM_CONF" || failed slurmd
+    give_up "munged did not start" "$dir/log/munged.log"
+  as_root slurmctld -f "$SLURM_CONF" || give_up "slurmctld did not start" "$dir/log/slurmctld.log"
+  as_root slurmd -f "$SLURM_CONF" || give_up "slurmd did not start" "$dir/log/slurmd.log"
 
   local waited=0 state=""
   while :; do
     state=$(sinfo -h -N -o '%T' 2>/dev/null | head -1 || true)
     [ "$state" = idle ] && break
     if [ $waited -ge 60 ]; then
-      say "the node is not idle after 60 s (state: '${state:-none}'); the logs:"
-      tail -n 20 "$dir"/log/*.log >&2 || true
-      stop
-      exit 1
+      give_up "the node is not idle after 60 s (state: '${state:-none}')" "$dir"/log/*.log
     fi
     sleep 1
     waited=$((waited + 1))
