@@ -25,6 +25,7 @@
 #include "common/check.h"
 #include "common/programs.h"
 #include "common/random.h"
+#include "common/testing/gpu_test.h"
 
 namespace lesson09_tests {
 namespace {
@@ -73,6 +74,7 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
 
   // Everything the child needs is made before fork (only async-signal-safe calls after it).
   std::map<std::string, std::string> variables = course::process_environment();
+  variables["CUDA_DEVICE_MAX_CONNECTIONS"] = course::testing::kRankMaxConnections;
   for (const auto& [name, value] : env) variables[name] = value;
   variables["COURSE_MPI_DIR"] = dir.string();
   variables["OMPI_ALLOW_RUN_AS_ROOT"] = "1";

@@ -82,16 +82,32 @@ std::uint64_t case_seed(std::uint64_t salt) {
   return mix_seed(seed, salt);
 }
 
+std::optional<std::chrono::milliseconds> watchdog_cap() {
+  const char* text = std::getenv("COURSE_WATCHDOG_CAP_MS");
+  if (text == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const long long ms = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || ms <= 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
 void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
                        const std::function<void()>& work) {
+  std::chrono::milliseconds wait = limit;
+  std::string shortened;
+  if (const auto cap = watchdog_cap(); cap && *cap < wait) {
+    wait = *cap;
+    shortened = " (the grader shortened this limit from " + std::to_string(limit.count()) +
+                " s: another case of this lesson had already hung in a process of its own)";
+  }
   std::mutex mutex;
   std::condition_variable finished_cv;
   bool finished = false;
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lock(mutex);
-    if (!finished_cv.wait_for(lock, limit, [&] { return finished; })) {
-      std::fprintf(stderr, "\nWATCHDOG: %s did not finish within %lld s. Probably: %s\n", what.c_str(),
-                   static_cast<long long>(limit.count()), hint.c_str());
+    if (!finished_cv.wait_for(lock, wait, [&] { return finished; })) {
+      std::fprintf(stderr, "\nWATCHDOG: %s did not finish within %.3g s%s. Probably: %s\n", what.c_str(),
+                   static_cast<double>(wait.count()) / 1000.0, shortened.c_str(), hint.c_str());
       std::fflush(stderr);
       std::fflush(stdout);
       std::_Exit(kWatchdogExitCode);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,26 @@ std::uint64_t case_seed(std::uint64_t salt);
 //     WATCHDOG: <what> did not finish within N s. Probably: <hint>
 // to stderr and ends the process (exit code 70), because a thread stuck in a CUDA or NCCL
 // wait cannot be cancelled. The grader reads that line and reports it as the case's failure.
+// COURSE_WATCHDOG_CAP_MS, where set, shortens every limit to at most that many milliseconds (the
+// grader sets it for the lone runs of a lesson known to deadlock; see watchdog_cap()).
 void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
                        const std::function<void()>& work);
 
 constexpr int kWatchdogExitCode = 70;
+
+// CUDA_DEVICE_MAX_CONNECTIONS for the ranks of a multi-process job (launch_ranks, lesson 09's
+// mpirun jobs): the driver's default. The test main raises it to 32 for the cases that hold one
+// stream and watch others, and children inherit the environment; a rank has one or two streams,
+// and 32 queues cost a second more of each rank's CUDA start (a two-rank job of lesson 06's rank
+// case: 4.0 s at 32, 2.1 s at 8, on two H200s).
+inline constexpr const char* kRankMaxConnections = "8";
+
+// The grader's cap on every watchdog limit of this process, from COURSE_WATCHDOG_CAP_MS (a count of
+// milliseconds > 0); none where it is unset or not such a count. Once a case of a lesson has hung in
+// a process of its own, the grader runs that lesson's remaining cases alone with a cap derived from
+// the reference solution's time for each case, so that every further hang ends in seconds under the
+// watchdog, as a failure with its message, instead of costing a whole time-out.
+std::optional<std::chrono::milliseconds> watchdog_cap();
 
 // Runs this same test program again with `env` added to its environment and only the test
 // case named `case_name` selected (hidden cases, tagged [.], are made for this). Returns the

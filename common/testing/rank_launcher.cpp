@@ -69,6 +69,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
     // Everything the child needs is made before fork: between fork and exec a threaded program
     // may call only async-signal-safe functions (no malloc, no setenv).
     std::map<std::string, std::string> variables = course::process_environment();
+    variables["CUDA_DEVICE_MAX_CONNECTIONS"] = kRankMaxConnections;
     for (const auto& [name, value] : env) variables[name] = value;
     if (const auto extra = rank_env.find(rank); extra != rank_env.end())
       for (const auto& [name, value] : extra->second) variables[name] = value;

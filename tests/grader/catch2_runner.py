@@ -171,6 +171,13 @@ def clean_env(env: dict | None = None) -> dict:
     return result
 
 
+def capped_env(env: dict | None, cap: float | None) -> dict | None:
+    """`env` (None: ours) with COURSE_WATCHDOG_CAP_MS set to `cap` seconds; `env` itself without a cap."""
+    if cap is None:
+        return env
+    return {**(os.environ if env is None else env), "COURSE_WATCHDOG_CAP_MS": str(max(1, round(cap * 1000)))}
+
+
 def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
     if run.limits is None:
         return None
@@ -296,7 +303,7 @@ def worth_running_alone(result: CaseResult) -> bool:
 
 def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_alone=None, cwd=None,
               env=None, run: RunSettings = DEFAULT_RUN, case_timeouts: dict[str, float] | None = None,
-              timings: list[dict] | None = None) -> list[CaseResult]:
+              watchdog_caps: dict[str, float] | None = None, timings: list[dict] | None = None) -> list[CaseResult]:
     """Runs every case in ONE process first (fast: CUDA and NCCL start once), then runs alone,
     with run_case, each case that has no result from that run, and each case for which
     `retry_alone(result)` is true.
@@ -316,7 +323,10 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     and the cases after it run on together in that next run. Once a case has hung (or tripped the
     watchdog) in its own run, the lesson is known to deadlock: every case still without a
     result runs alone, so that no further hang is waited for twice (once after other cases, once
-    in its own process). Any other disagreement (every case reported but the exit status does not
+    in its own process), and with its watchdog cap (`watchdog_caps[name]`, where given: the
+    tests' watchdogs end every watched call after that many seconds, COURSE_WATCHDOG_CAP_MS), so
+    that a further hang ends as a failure within seconds instead of costing a whole time-out;
+    the first hang is judged with the full limits, in the shared run and in its own. Any other disagreement (every case reported but the exit status does not
     fit, a process left running, too much output) and every case runs alone. The grader retries
     every case that did not pass (but see worth_running_alone), so that a case failing only
     because an earlier one left the CUDA context broken still gets its points. Each shared run gets twice the longest case time-out
@@ -344,7 +354,8 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     while pending:
         if deadlocks:
             for case in pending:
-                results[case.name] = _alone(program, case, limits[case.name], env, run, timings)
+                capped = capped_env(env, (watchdog_caps or {}).get(case.name))
+                results[case.name] = _alone(program, case, limits[case.name], capped, run, timings)
             break
         outcome = _run_together(program, pending, limits, every_case, env, run)
         every_case = False

@@ -50,6 +50,7 @@ COURSE_ROOT = Path(__file__).resolve().parents[2]
 
 
 REFERENCE_FLOOR, REFERENCE_FACTOR = 10.0, 5.0  # --reference-profile: a case's time-out from the reference's
+WATCHDOG_FLOOR = 3.0  # --reference-profile: in a lesson known to deadlock, each watched call's limit (see watchdog_caps)
 
 
 class UsageError(Exception):
@@ -101,8 +102,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "checks, each case's run) and write it to <out>/profile.json and profile.txt")
     parser.add_argument("--reference-profile", type=Path, metavar="FILE",
                         help="a profile.json of the reference solutions graded on this machine (--profile): each "
-                             "case's time-out becomes max(%g s, %gx its time there), at most --timeout"
-                             % (REFERENCE_FLOOR, REFERENCE_FACTOR))
+                             "case's time-out becomes max(%g s, %gx its time there), at most --timeout; once a "
+                             "case of a lesson has hung in a process of its own, every watched call of the lesson's "
+                             "other cases gets max(%g s, %gx the case's time there)"
+                             % (REFERENCE_FLOOR, REFERENCE_FACTOR, WATCHDOG_FLOOR, REFERENCE_FACTOR))
     parser.add_argument("--list-lessons", action="store_true",
                         help="print each lesson's student file (the one file taken from a submission) and stop")
     sandbox = parser.add_argument_group("sandbox and integrity checks (tests/grader/README.md)")
@@ -153,11 +156,10 @@ def default_build_dir(course: Path) -> Path:
     return folder
 
 
-def reference_timeouts(profile: Path, timeout: float) -> dict[str, dict[str, float]]:
+def reference_times(profile: Path) -> dict[str, dict[str, float]]:
     """{lesson: {case: seconds}} from a profile.json of the reference solutions: each case's longest
     time there (in a shared run, the first case's includes the process's start-up; a lone run's
-    too), times REFERENCE_FACTOR, at least REFERENCE_FLOOR, at most `timeout`. A case the
-    reference never ran keeps `timeout`."""
+    too)."""
     try:
         rows = json.loads(profile.read_text())["rows"]
         longest: dict[str, dict[str, float]] = {}
@@ -167,8 +169,24 @@ def reference_timeouts(profile: Path, timeout: float) -> dict[str, dict[str, flo
                 cases[row["detail"]] = max(cases.get(row["detail"], 0.0), float(row["seconds"]))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UsageError(f"--reference-profile {profile}: not a profile.json that grade.py --profile wrote ({error})")
+    return longest
+
+
+def reference_timeouts(profile: Path, timeout: float) -> dict[str, dict[str, float]]:
+    """Each case's time-out: its reference time times REFERENCE_FACTOR, at least REFERENCE_FLOOR, at
+    most `timeout`. A case the reference never ran keeps `timeout`."""
     return {lesson: {case: min(timeout, max(REFERENCE_FLOOR, REFERENCE_FACTOR * seconds))
-                     for case, seconds in cases.items()} for lesson, cases in longest.items()}
+                     for case, seconds in cases.items()} for lesson, cases in reference_times(profile).items()}
+
+
+def watchdog_caps(profile: Path) -> dict[str, dict[str, float]]:
+    """Each case's cap on its watchdogs, used only once its lesson is known to deadlock (a case hung
+    in a process of its own): the reference time times REFERENCE_FACTOR, at least WATCHDOG_FLOOR.
+    A watched call is part of its case, so the case's time bounds the call's; the floor leaves room
+    for what the case's first call may start (a context, NCCL). A case the reference never ran
+    has no cap."""
+    return {lesson: {case: max(WATCHDOG_FLOOR, REFERENCE_FACTOR * seconds) for case, seconds in cases.items()}
+            for lesson, cases in reference_times(profile).items()}
 
 
 def lesson_table(course: Path) -> str:
@@ -217,8 +235,9 @@ def make_settings(args: argparse.Namespace) -> Settings:
     submissions = [p.resolve() for p in (args.submission, args.batch) if p is not None]
     sandbox = Sandbox.off("--no-sandbox") if args.no_sandbox else Sandbox.detect(args.bwrap)
     case_timeouts = reference_timeouts(args.reference_profile, args.timeout) if args.reference_profile else {}
+    caps = watchdog_caps(args.reference_profile) if args.reference_profile else {}
     return Settings(course=course, build_root=build_root, lessons=lessons, timeout=args.timeout,
-                    case_timeouts=case_timeouts,
+                    case_timeouts=case_timeouts, watchdog_caps=caps,
                     build_timeout=args.build_timeout, jobs=args.jobs, quiet=args.quiet, out=out,
                     keep_out=submissions, sandbox=sandbox, allow_headers=args.allow_header,
                     allow_symbols=args.allow_symbol, object_checks=not args.no_object_checks)

@@ -59,6 +59,7 @@ class Settings:
     allow_symbols: list[str] = dataclasses.field(default_factory=list)  # --allow-symbol
     object_checks: bool = True  # False: --no-object-checks (trying the other defences)
     case_timeouts: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # {lesson: {case: s}}
+    watchdog_caps: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # {lesson: {case: s}}
 
     def staging_exclusions(self) -> list[Path]:
         """Folders that may sit inside the course but are not part of it."""
@@ -223,7 +224,8 @@ class Grader:
     def _lesson_run(self, lesson: Lesson) -> "LessonRun":
         return LessonRun(run=self.run, timeout=self.settings.timeout, unusable=self._unusable, say=self.say,
                          on_listing=self._remember, profile=self.profile,
-                         case_timeouts=self.settings.case_timeouts.get(lesson.slug))
+                         case_timeouts=self.settings.case_timeouts.get(lesson.slug),
+                         watchdog_caps=self.settings.watchdog_caps.get(lesson.slug))
 
     def _prepare_all(self, built: dict, checker: integrity.Checker) -> dict:
         """{lesson: Prepared}: every built lesson's object checks, several at once (binutils only,
@@ -322,6 +324,7 @@ class LessonRun:
     status: Callable[[str], contextlib.AbstractContextManager] = lambda text: contextlib.nullcontext()
     profile: profiling.Profile | None = None  # where the steps' times go (the grader's --profile)
     case_timeouts: dict[str, float] | None = None  # {case name: seconds}, instead of `timeout` for those cases
+    watchdog_caps: dict[str, float] | None = None  # {case name: seconds}: watchdogs once the lesson deadlocked
 
     def span(self, step: str, lesson: Lesson):
         return self.profile.span(step, lesson.slug) if self.profile else contextlib.nullcontext()
@@ -387,7 +390,7 @@ def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.C
         with how.status(f"running {lesson.target}: {len(listing.cases)} cases"):
             results = runner.run_cases(program, listing.cases, how.timeout, run=how.run,
                                        retry_alone=runner.worth_running_alone, case_timeouts=how.case_timeouts,
-                                       timings=timings)
+                                       watchdog_caps=how.watchdog_caps, timings=timings)
     except runner.ChannelError as error:
         message = f"the results of {lesson.target} cannot be trusted: {error}"
         grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)

@@ -261,7 +261,8 @@ def a_grade(*lessons) -> scoring.Grade:
 # A stand-in for a lesson's test program that speaks the result channel as the course's main
 # does: FAKE_CASES="a:pass,b:hang,c:hang-after-a" lists its cases in order; an argument selects
 # some (a comma-separated list, as run_cases writes it); "hang" sleeps, "hang-after-a" sleeps
-# only when case a ran before it in the same process.
+# only when case a ran before it in the same process. A hang under COURSE_WATCHDOG_CAP_MS ends as
+# the course's watchdog ends one: its line on stderr and exit code 70, after that many ms.
 FAKE_PROGRAM = """#!/usr/bin/env python3
 import json, os, sys, time
 setup = os.fdopen(int(os.environ["COURSE_RESULT_SETUP_FD"]), "rb").read().decode().split("\\n")
@@ -273,6 +274,11 @@ for entry in os.environ["FAKE_CASES"].split(","):
     if chosen and name not in chosen[0].split(","):
         continue
     if how == "hang" or (how == "hang-after-a" and "a" in ran):
+        if "COURSE_WATCHDOG_CAP_MS" in os.environ:
+            time.sleep(int(os.environ["COURSE_WATCHDOG_CAP_MS"]) / 1000)
+            print(f"WATCHDOG: {name} did not finish within 0.2 s (the grader shortened this limit)", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(70)
         time.sleep(60)
     ran.append(name)
     seq += 1
@@ -284,7 +290,7 @@ for entry in os.environ["FAKE_CASES"].split(","):
 class RunCasesTests(unittest.TestCase):
     """How run_cases goes on after a shared run that stopped at a case (a hang)."""
 
-    def run_fake(self, spec: str, timeout: float = 1.0):
+    def run_fake(self, spec: str, timeout: float = 1.0, caps: dict[str, float] | None = None):
         folder = Path(tempfile.mkdtemp(prefix="fake-program-"))
         self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
         program = folder / "fake"
@@ -293,7 +299,8 @@ class RunCasesTests(unittest.TestCase):
         cases = [runner.TestCase(name=entry.split(":")[0], tags=[]) for entry in spec.split(",")]
         timings: list[dict] = []
         results = runner.run_cases(program, cases, timeout, retry_alone=runner.worth_running_alone,
-                                   env=dict(os.environ, FAKE_CASES=spec), timings=timings)
+                                   env=dict(os.environ, FAKE_CASES=spec), watchdog_caps=caps, timings=timings)
+        self.messages = {result.case.name: result.message for result in results}
         return {result.case.name: result.status for result in results}, timings
 
     def test_a_case_that_hangs_first_in_its_process_is_not_run_again(self):
@@ -306,6 +313,23 @@ class RunCasesTests(unittest.TestCase):
         # rest run alone: c's hang is waited for once.
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("alone", "b", "passed"), ("alone", "c", "timed_out"),
                                 ("alone", "d", "passed")])
+
+    def test_once_the_lesson_deadlocked_its_other_cases_run_under_their_watchdog_caps(self):
+        caps = {name: 0.2 for name in "abcd"}
+        statuses, timings = self.run_fake("a:pass,b:hang,c:hang,d:pass", timeout=3.0, caps=caps)
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.TIMED_OUT,
+                                    "d": runner.PASSED})
+        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
+                for t in timings if t["step"] != "case"]
+        # b's hang is judged with the full time-out twice (after a, then in its own process); only
+        # then do c and d get their caps, and c's hang ends under its watchdog, not a time-out.
+        self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "timed_out"),
+                                ("alone", "d", "passed")])
+        self.assertIn("WATCHDOG: c did not finish", self.messages["c"])
+        lone_c = next(t for t in timings if t["step"] == "alone" and t["case"] == "c")
+        self.assertLess(lone_c["seconds"], 2.0)
+        self.assertEqual(runner.capped_env({"X": "1"}, None), {"X": "1"})
+        self.assertEqual(runner.capped_env({"X": "1"}, 2.5), {"X": "1", "COURSE_WATCHDOG_CAP_MS": "2500"})
 
     def test_a_hang_after_other_cases_gets_a_fresh_process_then_the_rest_run_alone(self):
         statuses, timings = self.run_fake("a:pass,b:hang,c:pass,d:hang")
@@ -351,6 +375,8 @@ class ProfileTests(unittest.TestCase):
         path.write_text(json.dumps({"rows": rows}))
         self.assertEqual(grade.reference_timeouts(path, 60),
                          {"06-nccl": {"slow": 25.0, "quick": grade.REFERENCE_FLOOR}, "07-x": {"huge": 60}})
+        self.assertEqual(grade.watchdog_caps(path),
+                         {"06-nccl": {"slow": 25.0, "quick": grade.WATCHDOG_FLOOR}, "07-x": {"huge": 500.0}})
         path.write_text("not json")
         with self.assertRaises(grade.UsageError):
             grade.reference_timeouts(path, 60)
