@@ -29,8 +29,13 @@
 #   apt-get install -y slurmd slurmctld slurm-client munge
 # or, on a host without network or apt, unpack the .deb files (fetched elsewhere with `apt-get download
 # slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libmunge2 libhwloc15 liblua5.1-0
-# libnuma1 libjson-c5 libyaml-0-2`) with `for d in *.deb; do dpkg -x "$d" /tmp/slurm-root; done` and
-# set COURSE_SLURM_PREFIX=/tmp/slurm-root: the programs, libraries and plugins are taken from there.
+# libnuma1 libjson-c5 libyaml-0-2 libdbus-1-3`) with `for d in *.deb; do dpkg -x "$d" /tmp/slurm-root; done`
+# and set COURSE_SLURM_PREFIX=/tmp/slurm-root: the programs, libraries and plugins are taken from there
+# (libdbus-1-3: slurmd's cgroup v2 plugin loads it, even with IgnoreSystemd). For `srun --mpi=pmix`,
+# leave Debian's libpmix2 out of the prefix where the host has its own Open MPI: the ranks inherit
+# LD_LIBRARY_PATH, and a PMIx older than the host's Open MPI was built with stops them ("undefined
+# symbol: PMIx_Info_create", seen with Debian's 4.2 under Ubuntu's Open MPI 4.1.6); Slurm's plugin
+# then uses the host's PMIx, as it did on the course's GPU host.
 set -euo pipefail
 
 dir=${COURSE_SLURM_DIR:-/tmp/course-slurm}
@@ -157,6 +162,13 @@ start() {
     --pid-file="$dir/run/munged.pid" --seed-file="$dir/state/munged.seed" --log-file="$dir/log/munged.log" ||
     give_up "munged did not start" "$dir/log/munged.log"
   as_root slurmctld -f "$SLURM_CONF" || give_up "slurmctld did not start" "$dir/log/slurmctld.log"
+  # With IgnoreSystemd, slurmd puts its job steps in /sys/fs/cgroup/system.slice/<node>_slurmstepd.scope,
+  # making only the last folder: where no systemd made system.slice (a container on cgroup v2, as on
+  # the course's GPU hosts), it is made here, and removed by `stop` if still empty.
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -d /sys/fs/cgroup/system.slice ]; then
+    as_root mkdir /sys/fs/cgroup/system.slice && as_root touch "$dir/run/made-system-slice" ||
+      say "cannot make /sys/fs/cgroup/system.slice: slurmd may not start"
+  fi
   as_root slurmd -f "$SLURM_CONF" || give_up "slurmd did not start" "$dir/log/slurmd.log"
 
   local waited=0 state=""
@@ -199,6 +211,10 @@ stop() {
     if [ -d "/proc/$pid" ]; then as_root kill -KILL "$pid" || true; fi
     stopped+=("$name ($pid)")
   done
+  if [ -f "$dir/run/made-system-slice" ]; then  # start made it: the scope slurmd left in it, then it
+    as_root find /sys/fs/cgroup/system.slice -depth -type d -exec rmdir {} + 2>/dev/null || true
+    as_root rm -f "$dir/run/made-system-slice"
+  fi
   say "stopped: ${stopped[*]:-nothing was running}"
 }
 
