@@ -43,7 +43,7 @@ int require_gpus(int needed);
 std::uint64_t case_seed(std::uint64_t salt);
 
 // Runs `work` on this thread; if it has not returned after `limit`, prints
-//     WATCHDOG: <what> did not finish within N s. Probably: <hint>
+//     WATCHDOG: <what> did not finish within N s[ (the grader shortened ...)]. Probably: <hint>
 // to stderr and ends the process (exit code 70), because a thread stuck in a CUDA or NCCL
 // wait cannot be cancelled. The grader reads that line and reports it as the case's failure.
 // COURSE_WATCHDOG_CAP_MS, where set, shortens every limit to at most that many milliseconds (the

@@ -42,6 +42,7 @@ PASSED, FAILED, SKIPPED, CRASHED, TIMED_OUT = "passed", "failed", "skipped", "cr
 STATUSES = (PASSED, FAILED, SKIPPED, CRASHED, TIMED_OUT)
 
 WATCHDOG_EXIT_CODE = 70  # the course's watchdog ends the program with this code
+WATCHDOG_CAP_VARIABLE = "COURSE_WATCHDOG_CAP_MS"  # caps every watchdog of a test program (gpu_test.h)
 SKIP_EXIT_CODES = (0, 4, 77)  # our main maps "all skipped" to 77; Catch2's own main uses 4
 GPU_SKIP = re.compile(r"\bneeds \d+ GPUs?\b")  # "needs 2 GPUs, found 1"
 CRASH_TAIL_LINES = 8
@@ -166,16 +167,15 @@ def clean_env(env: dict | None = None) -> dict:
     """The environment for a test program: ours, minus the variables that mark a child case
     (it would silence the GPU inventory) or name a result channel."""
     result = dict(os.environ if env is None else env)
-    for name in ("COURSE_CHILD_OUTPUT", "COURSE_RESULT_FD", "COURSE_RESULT_SETUP_FD", "COURSE_RESULT_TOKEN"):
+    for name in ("COURSE_CHILD_OUTPUT", "COURSE_RESULT_FD", "COURSE_RESULT_SETUP_FD", "COURSE_RESULT_TOKEN",
+                 WATCHDOG_CAP_VARIABLE):  # a cap is the grader's to give, per run (see with_cap)
         result.pop(name, None)
     return result
 
 
-def capped_env(env: dict | None, cap: float | None) -> dict | None:
-    """`env` (None: ours) with COURSE_WATCHDOG_CAP_MS set to `cap` seconds; `env` itself without a cap."""
-    if cap is None:
-        return env
-    return {**(os.environ if env is None else env), "COURSE_WATCHDOG_CAP_MS": str(max(1, round(cap * 1000)))}
+def with_cap(env: dict, cap: float | None) -> dict:
+    """A cleaned `env` with the tests' watchdog cap (COURSE_WATCHDOG_CAP_MS) of `cap` seconds, if any."""
+    return env if cap is None else {**env, WATCHDOG_CAP_VARIABLE: str(max(1, round(cap * 1000)))}
 
 
 def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
@@ -185,9 +185,9 @@ def _limits_for(run: RunSettings, seconds: float) -> Limits | None:
 
 
 def _run(program, args: list[str], timeout: float, scratch: Path, env, run: RunSettings, channel: bool,
-         stall=None) -> Outcome:
+         stall=None, cap: float | None = None) -> Outcome:
     program = Path(program).resolve()  # it runs in `scratch`, not here
-    return run_limited([str(program), *args], timeout, cwd=scratch, env=clean_env(env),
+    return run_limited([str(program), *args], timeout, cwd=scratch, env=with_cap(clean_env(env), cap),
                        limits=_limits_for(run, timeout), sandbox=run.sandbox, scratch=scratch, channel=channel,
                        readable=[Path(program).resolve().parent], stall_timeout=stall)
 
@@ -277,12 +277,13 @@ def escape_test_name(name: str) -> str:
 
 
 def run_case(program: str | Path, case: TestCase, timeout: float, cwd=None, env=None,
-             run: RunSettings = DEFAULT_RUN) -> CaseResult:
+             run: RunSettings = DEFAULT_RUN, watchdog_cap: float | None = None) -> CaseResult:
     """Runs one case in a fresh process and classifies the outcome (ChannelError when the
-    result channel was tampered with)."""
+    result channel was tampered with). `watchdog_cap`: seconds the tests' watchdogs may wait at
+    most (run_cases gives it to the lone runs of a lesson known to deadlock)."""
     with tempfile.TemporaryDirectory(prefix="catch2-case-") as scratch:
         outcome = _run(program, [escape_test_name(case.name), "--reporter", "console"], timeout, Path(scratch),
-                       env, run, channel=True)
+                       env, run, channel=True, cap=watchdog_cap)
     records = read_records(outcome, [case.name])
     status, message = classify(case, outcome, records.get(case.name), timeout)
     result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
@@ -354,8 +355,8 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     while pending:
         if deadlocks:
             for case in pending:
-                capped = capped_env(env, (watchdog_caps or {}).get(case.name))
-                results[case.name] = _alone(program, case, limits[case.name], capped, run, timings)
+                results[case.name] = _alone(program, case, limits[case.name], env, run, timings,
+                                            cap=(watchdog_caps or {}).get(case.name))
             break
         outcome = _run_together(program, pending, limits, every_case, env, run)
         every_case = False
@@ -408,8 +409,9 @@ def _run_together(program, pending: list[TestCase], limits: dict[str, float], ev
                     stall=[limits[case.name] for case in pending])
 
 
-def _alone(program, case: TestCase, timeout: float, env, run: RunSettings, timings: list[dict] | None) -> CaseResult:
-    result = run_case(program, case, timeout, env=env, run=run)
+def _alone(program, case: TestCase, timeout: float, env, run: RunSettings, timings: list[dict] | None,
+           cap: float | None = None) -> CaseResult:
+    result = run_case(program, case, timeout, env=env, run=run, watchdog_cap=cap)
     if timings is not None:
         timings.append({"step": "alone", "case": case.name, "seconds": round(result.seconds, 3),
                         "status": result.status})

@@ -104,7 +104,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a profile.json of the reference solutions graded on this machine (--profile): each "
                              "case's time-out becomes max(%g s, %gx its time there), at most --timeout; once a "
                              "case of a lesson has hung in a process of its own, every watched call of the lesson's "
-                             "other cases gets max(%g s, %gx the case's time there)"
+                             "other cases gets max(%g s, %gx the case's time there) plus the lesson's start-up"
                              % (REFERENCE_FLOOR, REFERENCE_FACTOR, WATCHDOG_FLOOR, REFERENCE_FACTOR))
     parser.add_argument("--list-lessons", action="store_true",
                         help="print each lesson's student file (the one file taken from a submission) and stop")
@@ -156,37 +156,43 @@ def default_build_dir(course: Path) -> Path:
     return folder
 
 
-def reference_times(profile: Path) -> dict[str, dict[str, float]]:
-    """{lesson: {case: seconds}} from a profile.json of the reference solutions: each case's longest
-    time there (in a shared run, the first case's includes the process's start-up; a lone run's
-    too)."""
+def reference_times(profile: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """({lesson: {case: seconds}}, {lesson: start-up seconds}) from a profile.json of the reference
+    solutions: each case's longest time there (in a shared run, the first case's includes the
+    process's start-up; a lone run's too), and each lesson's longest such time that includes a
+    start-up (its first case's, or a lone run's)."""
     try:
         rows = json.loads(profile.read_text())["rows"]
         longest: dict[str, dict[str, float]] = {}
+        startup: dict[str, float] = {}
         for row in rows:
             if row["step"] in ("case", "alone") and row["lesson"]:
                 cases = longest.setdefault(row["lesson"], {})
                 cases[row["detail"]] = max(cases.get(row["detail"], 0.0), float(row["seconds"]))
-    except (OSError, ValueError, KeyError, TypeError) as error:
+                if row["step"] == "alone" or row.get("first"):
+                    startup[row["lesson"]] = max(startup.get(row["lesson"], 0.0), float(row["seconds"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise UsageError(f"--reference-profile {profile}: not a profile.json that grade.py --profile wrote ({error})")
-    return longest
+    return longest, startup
 
 
 def reference_timeouts(profile: Path, timeout: float) -> dict[str, dict[str, float]]:
     """Each case's time-out: its reference time times REFERENCE_FACTOR, at least REFERENCE_FLOOR, at
     most `timeout`. A case the reference never ran keeps `timeout`."""
     return {lesson: {case: min(timeout, max(REFERENCE_FLOOR, REFERENCE_FACTOR * seconds))
-                     for case, seconds in cases.items()} for lesson, cases in reference_times(profile).items()}
+                     for case, seconds in cases.items()} for lesson, cases in reference_times(profile)[0].items()}
 
 
 def watchdog_caps(profile: Path) -> dict[str, dict[str, float]]:
     """Each case's cap on its watchdogs, used only once its lesson is known to deadlock (a case hung
-    in a process of its own): the reference time times REFERENCE_FACTOR, at least WATCHDOG_FLOOR.
-    A watched call is part of its case, so the case's time bounds the call's; the floor leaves room
-    for what the case's first call may start (a context, NCCL). A case the reference never ran
-    has no cap."""
-    return {lesson: {case: max(WATCHDOG_FLOOR, REFERENCE_FACTOR * seconds) for case, seconds in cases.items()}
-            for lesson, cases in reference_times(profile).items()}
+    in a process of its own): the reference's time for the case times REFERENCE_FACTOR, at least
+    WATCHDOG_FLOOR, plus the lesson's start-up there. A watched call is part of its case, so the
+    case's time bounds the call's; in a lone run, the first watched call may also be where the
+    process makes its CUDA contexts and NCCL starts, which the start-up covers. A case the
+    reference never ran has no cap."""
+    longest, startup = reference_times(profile)
+    return {lesson: {case: max(WATCHDOG_FLOOR, REFERENCE_FACTOR * seconds) + startup.get(lesson, 0.0)
+                     for case, seconds in cases.items()} for lesson, cases in longest.items()}
 
 
 def lesson_table(course: Path) -> str:

@@ -328,8 +328,10 @@ class RunCasesTests(unittest.TestCase):
         self.assertIn("WATCHDOG: c did not finish", self.messages["c"])
         lone_c = next(t for t in timings if t["step"] == "alone" and t["case"] == "c")
         self.assertLess(lone_c["seconds"], 2.0)
-        self.assertEqual(runner.capped_env({"X": "1"}, None), {"X": "1"})
-        self.assertEqual(runner.capped_env({"X": "1"}, 2.5), {"X": "1", "COURSE_WATCHDOG_CAP_MS": "2500"})
+        self.assertEqual(runner.with_cap({"X": "1"}, None), {"X": "1"})
+        self.assertEqual(runner.with_cap({"X": "1"}, 2.5), {"X": "1", "COURSE_WATCHDOG_CAP_MS": "2500"})
+        # a cap in the grader's own environment reaches no run: only the grader gives one
+        self.assertNotIn("COURSE_WATCHDOG_CAP_MS", runner.clean_env({"COURSE_WATCHDOG_CAP_MS": "1", "X": "1"}))
 
     def test_a_hang_after_other_cases_gets_a_fresh_process_then_the_rest_run_alone(self):
         statuses, timings = self.run_fake("a:pass,b:hang,c:pass,d:hang")
@@ -375,8 +377,9 @@ class ProfileTests(unittest.TestCase):
         path.write_text(json.dumps({"rows": rows}))
         self.assertEqual(grade.reference_timeouts(path, 60),
                          {"06-nccl": {"slow": 25.0, "quick": grade.REFERENCE_FLOOR}, "07-x": {"huge": 60}})
+        # plus the lesson's start-up: its longest first case or lone run (06's lone run of "slow", 5 s)
         self.assertEqual(grade.watchdog_caps(path),
-                         {"06-nccl": {"slow": 25.0, "quick": grade.WATCHDOG_FLOOR}, "07-x": {"huge": 500.0}})
+                         {"06-nccl": {"slow": 30.0, "quick": grade.WATCHDOG_FLOOR + 5.0}, "07-x": {"huge": 500.0}})
         path.write_text("not json")
         with self.assertRaises(grade.UsageError):
             grade.reference_timeouts(path, 60)

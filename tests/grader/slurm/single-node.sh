@@ -166,8 +166,11 @@ start() {
   # making only the last folder: where no systemd made system.slice (a container on cgroup v2, as on
   # the course's GPU hosts), it is made here, and removed by `stop` if still empty.
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -d /sys/fs/cgroup/system.slice ]; then
-    as_root mkdir /sys/fs/cgroup/system.slice && as_root touch "$dir/run/made-system-slice" ||
+    if as_root mkdir /sys/fs/cgroup/system.slice; then
+      as_root touch "$dir/run/made-system-slice"
+    else
       say "cannot make /sys/fs/cgroup/system.slice: slurmd may not start"
+    fi
   fi
   as_root slurmd -f "$SLURM_CONF" || give_up "slurmd did not start" "$dir/log/slurmd.log"
 
@@ -211,9 +214,16 @@ stop() {
     if [ -d "/proc/$pid" ]; then as_root kill -KILL "$pid" || true; fi
     stopped+=("$name ($pid)")
   done
-  if [ -f "$dir/run/made-system-slice" ]; then  # start made it: the scope slurmd left in it, then it
-    as_root find /sys/fs/cgroup/system.slice -depth -type d -exec rmdir {} + 2>/dev/null || true
-    as_root rm -f "$dir/run/made-system-slice"
+  if [ -f "$dir/run/made-system-slice" ]; then  # start made it: the scope this node's slurmd left in it, then it
+    local scope
+    scope="/sys/fs/cgroup/system.slice/$(hostname -s)_slurmstepd.scope"
+    if [ -d "$scope" ]; then as_root find "$scope" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+    as_root rmdir /sys/fs/cgroup/system.slice 2>/dev/null || true
+    if [ -d /sys/fs/cgroup/system.slice ]; then
+      say "left /sys/fs/cgroup/system.slice (not empty yet); rmdir it when no job step is left"
+    else
+      as_root rm -f "$dir/run/made-system-slice"
+    fi
   fi
   say "stopped: ${stopped[*]:-nothing was running}"
 }
