@@ -36,13 +36,14 @@ void demo_section(const std::string& title, const std::function<void()>& body) {
   }
 }
 
-std::map<std::string, std::string> process_environment() {
+std::map<std::string, std::string> process_environment(const std::map<std::string, std::string>& over) {
   std::map<std::string, std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text(*entry);
     const std::size_t equals = text.find('=');
     if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
   }
+  for (const auto& [name, value] : over) environment[name] = value;
   return environment;
 }
 

@@ -23,8 +23,9 @@ int visible_gpu_count();
 // CUDA error state, so that the next section starts clean.
 void demo_section(const std::string& title, const std::function<void()>& body);
 
-// This process's environment, name -> value (what lesson 09's place_rank takes).
-std::map<std::string, std::string> process_environment();
+// This process's environment, name -> value, with `over` laid over it (what lesson 09's place_rank
+// takes; what a copy of this program that a test starts begins from).
+std::map<std::string, std::string> process_environment(const std::map<std::string, std::string>& over = {});
 
 // What a program that starts copies of itself needs: a whole file's text ("" when it cannot be
 // read), and this program's path (from /proc/self/exe; throws std::runtime_error without it).

@@ -17,13 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "common/programs.h"
 #include "multi_process.h"
 #include "test_09_multi_process_support.h"
 
 using namespace lesson09;
 using namespace lesson09_tests;
-
-extern char** environ;
 
 namespace {
 
@@ -164,12 +163,7 @@ constexpr const char* kPlaceRankCase = "rank: place this process from its launch
 
 // Run by mpirun (below) or by srun (CI's one-node Slurm): no MPI, no GPU; as if the node had 8 GPUs.
 TEST_CASE(kPlaceRankCase, "[.][rank]") {
-  Environment environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const std::size_t equals = text.find('=');
-    if (equals != std::string::npos) environment[text.substr(0, equals)] = text.substr(equals + 1);
-  }
+  const Environment environment = course::process_environment();
   const RankPlacement placement = place_rank(environment, 8);
   write_rank_report(placement.rank,
                     "launcher=" + placement.launcher + "\nsize=" + std::to_string(placement.size) +

@@ -73,9 +73,7 @@ MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::
   const std::string log_path = (dir / "mpirun.log").string();
 
   // Everything the child needs is made before fork (only async-signal-safe calls after it).
-  std::map<std::string, std::string> variables = course::process_environment();
-  variables["CUDA_DEVICE_MAX_CONNECTIONS"] = course::testing::kRankMaxConnections;
-  for (const auto& [name, value] : env) variables[name] = value;
+  std::map<std::string, std::string> variables = course::testing::rank_environment(env);
   variables["COURSE_MPI_DIR"] = dir.string();
   variables["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
   variables["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";

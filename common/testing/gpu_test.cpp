@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -82,6 +83,10 @@ std::uint64_t case_seed(std::uint64_t salt) {
   return mix_seed(seed, salt);
 }
 
+namespace {
+
+// The grader's cap on every watchdog of this process (COURSE_WATCHDOG_CAP_MS); none where it is
+// unset or not a count of milliseconds > 0.
 std::optional<std::chrono::milliseconds> watchdog_cap() {
   const char* text = std::getenv("COURSE_WATCHDOG_CAP_MS");
   if (text == nullptr) return std::nullopt;
@@ -90,6 +95,8 @@ std::optional<std::chrono::milliseconds> watchdog_cap() {
   if (end == text || *end != '\0' || ms <= 0) return std::nullopt;
   return std::chrono::milliseconds(ms);
 }
+
+}  // namespace
 
 void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
                        const std::function<void()>& work) {
@@ -140,8 +147,7 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
   if (out_fd < 0 || log_fd < 0) throw std::runtime_error("run_child_case: cannot create temporary files");
   close(out_fd);
 
-  std::map<std::string, std::string> variables = course::process_environment();
-  for (const auto& [name, value] : env) variables[name] = value;
+  std::map<std::string, std::string> variables = course::process_environment(env);
   variables["COURSE_CHILD_OUTPUT"] = out_template;
   const course::ExecImage child({self, case_name, "--reporter", "compact"}, variables);  // made before fork
 

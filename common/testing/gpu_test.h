@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,26 +45,22 @@ std::uint64_t case_seed(std::uint64_t salt);
 //     WATCHDOG: <what> did not finish within N s[ (the grader shortened ...)]. Probably: <hint>
 // to stderr and ends the process (exit code 70), because a thread stuck in a CUDA or NCCL
 // wait cannot be cancelled. The grader reads that line and reports it as the case's failure.
-// COURSE_WATCHDOG_CAP_MS, where set, shortens every limit to at most that many milliseconds (the
-// grader sets it for the lone runs of a lesson known to deadlock; see watchdog_cap()).
+// COURSE_WATCHDOG_CAP_MS (a count of milliseconds > 0), where set, shortens every limit to at most
+// that: once a case of a lesson has hung in a process of its own, the grader runs the lesson's other
+// cases alone with a cap derived from the reference's time for each, so that a further hang ends in
+// seconds, as a failure with the watchdog's message, instead of costing a whole time-out.
 void run_with_watchdog(const std::string& what, std::chrono::seconds limit, const std::string& hint,
                        const std::function<void()>& work);
 
 constexpr int kWatchdogExitCode = 70;
 
-// CUDA_DEVICE_MAX_CONNECTIONS for the ranks of a multi-process job (launch_ranks, lesson 09's
-// mpirun jobs): the driver's default. The test main raises it to 32 for the cases that hold one
-// stream and watch others, and children inherit the environment; a rank has one or two streams,
-// and 32 queues cost a second more of each rank's CUDA start (a two-rank job of lesson 06's rank
-// case: 4.0 s at 32, 2.1 s at 8, on two H200s).
-inline constexpr const char* kRankMaxConnections = "8";
-
-// The grader's cap on every watchdog limit of this process, from COURSE_WATCHDOG_CAP_MS (a count of
-// milliseconds > 0); none where it is unset or not such a count. Once a case of a lesson has hung in
-// a process of its own, the grader runs that lesson's remaining cases alone with a cap derived from
-// the reference solution's time for each case, so that every further hang ends in seconds under the
-// watchdog, as a failure with its message, instead of costing a whole time-out.
-std::optional<std::chrono::milliseconds> watchdog_cap();
+// The environment a rank of a multi-process job starts with (launch_ranks, lesson 09's mpirun
+// jobs): this process's, CUDA_DEVICE_MAX_CONNECTIONS at the driver's default of 8, then `env` over
+// it. The test main raises that variable to 32 for the cases that hold one stream and watch
+// others, and a child inherits it; a rank has one or two streams, and 32 queues cost a second more
+// of each rank's CUDA start (a two-rank job of lesson 06's rank case: 4.0 s at 32, 2.1 s at 8, on
+// two H200s). Defined in rank_launcher.cpp: it needs no test framework.
+std::map<std::string, std::string> rank_environment(const std::map<std::string, std::string>& env);
 
 // Runs this same test program again with `env` added to its environment and only the test
 // case named `case_name` selected (hidden cases, tagged [.], are made for this). Returns the

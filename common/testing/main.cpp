@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   // workers made 8 streams, the test's watcher a 9th, and the watcher waited behind the held worker.
   // 32 is the most the driver gives; read when the CUDA context is made, so set before any CUDA call.
   // The ranks of a multi-process job (launch_ranks, lesson 09's mpirun) would inherit it; they are
-  // given kRankMaxConnections instead (gpu_test.h says why).
+  // given the driver's default instead (rank_environment in gpu_test.h says why).
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
   if (!course::testing::open_result_channel(argc, argv)) return 1;
   Catch::Session session;

@@ -23,7 +23,7 @@
 
 #include "../check.h"
 #include "../programs.h"
-#include "gpu_test.h"  // write_child_output, defined here: it needs no test framework
+#include "gpu_test.h"  // write_child_output and rank_environment, defined here: they need no test framework
 
 namespace course::testing {
 namespace {
@@ -36,6 +36,12 @@ int hex_value(char c) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> rank_environment(const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> ranks{{"CUDA_DEVICE_MAX_CONNECTIONS", "8"}};
+  for (const auto& [name, value] : env) ranks[name] = value;
+  return course::process_environment(ranks);
+}
 
 void write_child_output(const std::string& text) {
   const char* path = std::getenv("COURSE_CHILD_OUTPUT");
@@ -68,9 +74,7 @@ RankLaunch launch_ranks(const std::string& case_name, int started, int nranks,
     const std::string log = (dir / ("rank-" + std::to_string(rank) + ".log")).string();
     // Everything the child needs is made before fork: between fork and exec a threaded program
     // may call only async-signal-safe functions (no malloc, no setenv).
-    std::map<std::string, std::string> variables = course::process_environment();
-    variables["CUDA_DEVICE_MAX_CONNECTIONS"] = kRankMaxConnections;
-    for (const auto& [name, value] : env) variables[name] = value;
+    std::map<std::string, std::string> variables = rank_environment(env);
     if (const auto extra = rank_env.find(rank); extra != rank_env.end())
       for (const auto& [name, value] : extra->second) variables[name] = value;
     variables["COURSE_RANK"] = std::to_string(rank);

@@ -303,12 +303,17 @@ class RunCasesTests(unittest.TestCase):
         self.messages = {result.case.name: result.message for result in results}
         return {result.case.name: result.status for result in results}, timings
 
+    @staticmethod
+    def runs_of(timings: list[dict]) -> list[tuple]:
+        """(step, cases or case, how it ended) of each process run_cases started."""
+        return [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
+                for t in timings if t["step"] != "case"]
+
     def test_a_case_that_hangs_first_in_its_process_is_not_run_again(self):
         statuses, timings = self.run_fake("a:hang,b:pass,c:hang,d:pass")
         self.assertEqual(statuses, {"a": runner.TIMED_OUT, "b": runner.PASSED, "c": runner.TIMED_OUT,
                                     "d": runner.PASSED})
-        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
-                for t in timings if t["step"] != "case"]
+        runs = self.runs_of(timings)
         # a hangs first in the first run: that was its own run, and the lesson deadlocks, so the
         # rest run alone: c's hang is waited for once.
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("alone", "b", "passed"), ("alone", "c", "timed_out"),
@@ -319,8 +324,7 @@ class RunCasesTests(unittest.TestCase):
         statuses, timings = self.run_fake("a:pass,b:hang,c:hang,d:pass", timeout=3.0, caps=caps)
         self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.TIMED_OUT,
                                     "d": runner.PASSED})
-        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
-                for t in timings if t["step"] != "case"]
+        runs = self.runs_of(timings)
         # b's hang is judged with the full time-out twice (after a, then in its own process); only
         # then do c and d get their caps, and c's hang ends under its watchdog, not a time-out.
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "timed_out"),
@@ -337,8 +341,7 @@ class RunCasesTests(unittest.TestCase):
         statuses, timings = self.run_fake("a:pass,b:hang,c:pass,d:hang")
         self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.PASSED,
                                     "d": runner.TIMED_OUT})
-        runs = [(t["step"], t.get("cases") or t.get("case"), t.get("ended") or t.get("status"))
-                for t in timings if t["step"] != "case"]
+        runs = self.runs_of(timings)
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
                                 ("alone", "d", "timed_out")])
 
