@@ -55,7 +55,8 @@ class Outcome:
     channel: bytes | None = None  # what came through the result channel (channel=True)
     channel_exceeded: bool = False  # more than CHANNEL_CAP bytes came through it
     token: str = ""  # the token the channel's records must carry
-    left_behind: int = 0  # processes still running after the command ended, killed
+    left_behind: int = 0  # processes still running after the command ended on its own, killed (a command
+    # that was stopped at a limit leaves none: what it started was still its own, and is killed with it)
     record_seconds: list[float] = dataclasses.field(default_factory=list)  # when each channel line arrived
     stalled: bool = False  # killed because no channel line came for `stall_timeout` seconds
 
@@ -313,11 +314,18 @@ def run_limited(argv: list[str], timeout: float | None, cwd=None, env=None, limi
                 break
     seconds = time.monotonic() - start
     left_behind = 0
-    if proc.poll() is not None:  # it ended on its own: whatever it started and still runs was left behind
+    ended = proc.poll() is not None
+    if ended:  # it ended on its own: whatever it started and still runs was left behind
         left_behind = kill_descendants()
     _kill_group(proc.pid)  # on time-out or too much output, the command and its group
     proc.wait()
-    left_behind += kill_descendants()  # and what left the group (setsid)
+    # And what left the group (setsid). After a stop at a limit, these are the stopped command's
+    # own processes, not ones it left behind: a GPU process killed inside a hung NCCL call can take
+    # longer than kill_descendants' grace to go, and counting it would make a stalled shared run
+    # disagree with itself, so that every case ran alone again (lesson 06, a missing group call).
+    stragglers = kill_descendants()
+    if ended:
+        left_behind += stragglers
     streams = [proc.stdout, proc.stderr]
     for reader, stream in zip(readers, streams):
         reader.join(timeout=10)

@@ -261,10 +261,12 @@ def a_grade(*lessons) -> scoring.Grade:
 # A stand-in for a lesson's test program that speaks the result channel as the course's main
 # does: FAKE_CASES="a:pass,b:hang,c:hang-after-a" lists its cases in order; an argument selects
 # some (a comma-separated list, as run_cases writes it); "hang" sleeps, "hang-after-a" sleeps
-# only when case a ran before it in the same process. A hang under COURSE_WATCHDOG_CAP_MS ends as
+# only when case a ran before it in the same process; "hang-with-helper" hangs after starting a
+# process in a session of its own (as a GPU process killed in a hung NCCL call outlives the
+# kill of its group for a while). A hang under COURSE_WATCHDOG_CAP_MS ends as
 # the course's watchdog ends one: its line on stderr and exit code 70, after that many ms.
 FAKE_PROGRAM = """#!/usr/bin/env python3
-import json, os, sys, time
+import json, os, subprocess, sys, time
 setup = os.fdopen(int(os.environ["COURSE_RESULT_SETUP_FD"]), "rb").read().decode().split("\\n")
 channel = os.fdopen(int(os.environ["COURSE_RESULT_FD"]), "w")
 chosen = [a for a in sys.argv[1:] if not a.startswith("-") and a != "console"]
@@ -273,7 +275,9 @@ for entry in os.environ["FAKE_CASES"].split(","):
     name, how = entry.split(":")
     if chosen and name not in chosen[0].split(","):
         continue
-    if how == "hang" or (how == "hang-after-a" and "a" in ran):
+    if how == "hang-with-helper":  # a helper in a session of its own, still there when the run is stopped
+        subprocess.Popen(["sleep", "60"], start_new_session=True)
+    if how in ("hang", "hang-with-helper") or (how == "hang-after-a" and "a" in ran):
         if "COURSE_WATCHDOG_CAP_MS" in os.environ:
             time.sleep(int(os.environ["COURSE_WATCHDOG_CAP_MS"]) / 1000)
             print(f"WATCHDOG: {name} did not finish within 0.2 s (the grader shortened this limit)", file=sys.stderr)
@@ -289,6 +293,11 @@ for entry in os.environ["FAKE_CASES"].split(","):
 
 class RunCasesTests(unittest.TestCase):
     """How run_cases goes on after a shared run that stopped at a case (a hang)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import limited_run
+        limited_run.become_subreaper()  # as the grader is: orphans stay its descendants, to be found
 
     def run_fake(self, spec: str, timeout: float = 1.0, caps: dict[str, float] | None = None):
         folder = Path(tempfile.mkdtemp(prefix="fake-program-"))
@@ -345,6 +354,14 @@ class RunCasesTests(unittest.TestCase):
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
                                 ("alone", "d", "timed_out")])
 
+    def test_processes_of_a_stopped_run_are_not_left_behind_and_its_results_stand(self):
+        statuses, timings = self.run_fake("a:pass,b:hang-with-helper,c:pass")
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.PASSED})
+        # a's result from the stalled run stands (it is not run alone), b gets its own process
+        # and hangs there: the lesson deadlocks, and c runs alone
+        self.assertEqual(self.runs_of(timings), [("shared run", 3, "stalled"), ("shared run", 2, "stalled"),
+                                                 ("alone", "c", "passed")])
+
     def test_a_case_that_hangs_only_after_another_gets_a_fresh_process(self):
         statuses, timings = self.run_fake("a:pass,b:hang-after-a,c:pass")
         self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.PASSED, "c": runner.PASSED})
@@ -367,6 +384,15 @@ class RunCasesTests(unittest.TestCase):
         self.assertTrue(done.timed_out and done.stalled)
         self.assertEqual(len(done.record_seconds), 3)
         self.assertLess(done.seconds, 10)  # 3 lines 0.6 s apart, then 1.5 s without one
+        self.assertEqual(done.left_behind, 0)
+
+    def test_a_process_that_outlives_its_command_is_left_behind_only_when_the_command_ended(self):
+        import limited_run
+        helper = "import subprocess, time\nsubprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+        ended = limited_run.run_limited([sys.executable, "-c", helper], 30)
+        self.assertEqual((ended.timed_out, ended.left_behind), (False, 1))
+        stopped = limited_run.run_limited([sys.executable, "-c", helper + "time.sleep(30)\n"], 1.0)
+        self.assertEqual((stopped.timed_out, stopped.left_behind), (True, 0))
 
 
 class ProfileTests(unittest.TestCase):
