@@ -62,7 +62,13 @@ int main(int argc, char** argv) {
   if (!course::testing::open_result_channel(argc, argv)) return 1;
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  if (std::getenv("COURSE_CHILD_OUTPUT") == nullptr) std::cerr << course::testing::gpu_inventory() << std::flush;
+  // The inventory starts CUDA (half a second on a 2-GPU host); a listing (the grader lists every
+  // lesson's cases before it runs any) runs no case and needs none.
+  const auto& asked = session.configData();
+  const bool listing = asked.listTests || asked.listTags || asked.listReporters || asked.listListeners;
+  if (!listing && std::getenv("COURSE_CHILD_OUTPUT") == nullptr) {
+    std::cerr << course::testing::gpu_inventory() << std::flush;
+  }
   const int catch2_exit_code = session.run();  // depends on Catch2's version; the counts do not
   return run_ended ? course::testing::meson_exit_code(run_counts) : catch2_exit_code;
 }

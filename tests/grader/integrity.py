@@ -36,12 +36,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import fnmatch
+import functools
 import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import policy
@@ -50,7 +52,10 @@ _TOOL_TIMEOUT = 300
 
 
 class Checker:
-    """Checks student objects of one build folder; caches what it learns about libraries."""
+    """Checks student objects of one build folder; caches what it learns about libraries. The
+    grader checks several lessons at once from threads: each library's symbols and the compilers'
+    folders are learned once, by the first thread that needs them, while the others wait (nm of
+    cuBLAS is seconds, and every lesson links it)."""
 
     def __init__(self, build: Path, source: Path, allow_headers: list[str] = (), allow_symbols: list[str] = (),
                  course: Path | None = None):
@@ -62,6 +67,8 @@ class Checker:
         self._library_symbols: dict[str, dict[str, bool]] = {}
         self._toolkit_roots = cuda_roots()
         self._compiler_roots: list[Path] | None = None  # the compilers' own header folders, asked once
+        self._lock = threading.Lock()  # guards the two caches' bookkeeping
+        self._library_locks: dict[str, threading.Lock] = {}  # one per library: its symbols read once
 
     # ------------------------------------------------------------------ entry point
 
@@ -127,15 +134,19 @@ class Checker:
     def _compiler_header_roots(self) -> list[Path]:
         """The folders the build's C++ compilers search for system headers (`-E -v`): a GCC in
         /opt/gcc keeps its own <limits.h> there, not under /usr/lib/gcc."""
-        if self._compiler_roots is None:
-            compilers = {compiler_word(entry["command"]) for entry in self._compile_entries() if entry.get("command")}
-            compilers = {word for word in compilers if word and "nvcc" not in Path(word).name}
-            compilers |= {name for name in ("c++", "g++") if shutil.which(name)}
-            roots: list[Path] = []
-            for compiler in sorted(compilers):
-                roots += [root for root in compiler_include_dirs(compiler) if root not in roots]
-            self._compiler_roots = roots
+        with self._lock:
+            if self._compiler_roots is None:
+                self._compiler_roots = self._ask_compiler_roots()
         return self._compiler_roots
+
+    def _ask_compiler_roots(self) -> list[Path]:
+        compilers = {compiler_word(entry["command"]) for entry in self._compile_entries() if entry.get("command")}
+        compilers = {word for word in compilers if word and "nvcc" not in Path(word).name}
+        compilers |= {name for name in ("c++", "g++") if shutil.which(name)}
+        roots: list[Path] = []
+        for compiler in sorted(compilers):
+            roots += [root for root in compiler_include_dirs(compiler) if root not in roots]
+        return roots
 
     def _show(self, path: Path) -> str:
         for root, label in ((self.source, ""), (self.build, "<build>/")):
@@ -228,16 +239,11 @@ class Checker:
 
     def _defined_in(self, library: str) -> dict[str, bool]:
         """{name: strong} of the global symbols `library` defines (weak: nm's W, V, u)."""
-        if library not in self._library_symbols:
-            dynamic = ".so" in Path(library).name
-            argv = ["nm", "-D", "--defined-only", library] if dynamic else ["nm", "-g", "--defined-only", library]
-            names: dict[str, bool] = {}
-            for line in _run(argv).splitlines():
-                fields = line.split()
-                if len(fields) >= 3 and len(fields[1]) == 1:
-                    name = fields[2].split("@")[0]
-                    names[name] = names.get(name, False) or fields[1] not in "WVuwv"
-            self._library_symbols[library] = names
+        with self._lock:
+            lock = self._library_locks.setdefault(library, threading.Lock())
+        with lock:
+            if library not in self._library_symbols:
+                self._library_symbols[library] = _read_definitions(library)
         return self._library_symbols[library]
 
     # ------------------------------------------------------------------ raw content
@@ -837,9 +843,27 @@ def _resolve(folder: Path, path: str) -> Path:
     return Path(os.path.realpath(os.path.join(folder, path)))
 
 
+def _read_definitions(library: str) -> dict[str, bool]:
+    dynamic = ".so" in Path(library).name
+    argv = ["nm", "-D", "--defined-only", library] if dynamic else ["nm", "-g", "--defined-only", library]
+    names: dict[str, bool] = {}
+    for line in _run(argv).splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and len(fields[1]) == 1:
+            name = fields[2].split("@")[0]
+            names[name] = names.get(name, False) or fields[1] not in "WVuwv"
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(root: Path) -> Path:
+    """`root` resolved: the same few folders are asked about for every header of every lesson."""
+    return root.resolve()
+
+
 def _under(path: Path, root: Path) -> bool:
     try:
-        path.relative_to(root.resolve())
+        path.relative_to(_resolved(root))
         return True
     except ValueError:
         return False
