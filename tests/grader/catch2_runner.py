@@ -327,11 +327,13 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     in its own process), and with its watchdog cap (`watchdog_caps[name]`, where given: the
     tests' watchdogs end every watched call after that many seconds, COURSE_WATCHDOG_CAP_MS), so
     that a further hang ends as a failure within seconds instead of costing a whole time-out;
-    the first hang is judged with the full limits, in the shared run and in its own. Any other disagreement (every case reported but the exit status does not
-    fit, a process left running, too much output) and every case runs alone. The grader retries
+    the first hang is judged with the full limits, in the shared run and in its own. Any other
+    disagreement (every case reported but the exit status does not fit, a process left running
+    by a program that ended, too much output) and every case runs alone. The grader retries
     every case that did not pass (but see worth_running_alone), so that a case failing only
-    because an earlier one left the CUDA context broken still gets its points. Each shared run gets twice the longest case time-out
-    plus a minute (or ten times it, if less) per ten cases in all.
+    because an earlier one left the CUDA context broken still gets its points. Each shared run
+    gets twice the longest case time-out plus a minute (or ten times it, if less) per ten cases
+    in all.
     `timings`, when given, receives one dict per run and per case (the grader's --profile).
     Raises ChannelError when the result channel holds anything the listener does not write.
     """

@@ -67,7 +67,8 @@ class Checker:
         self._library_symbols: dict[str, dict[str, bool]] = {}
         self._toolkit_roots = cuda_roots()
         self._compiler_roots: list[Path] | None = None  # the compilers' own header folders, asked once
-        self._lock = threading.Lock()  # guards the two caches' bookkeeping
+        self._roots_lock = threading.Lock()  # the compilers are asked once
+        self._locks_lock = threading.Lock()  # guards _library_locks
         self._library_locks: dict[str, threading.Lock] = {}  # one per library: its symbols read once
 
     # ------------------------------------------------------------------ entry point
@@ -134,7 +135,7 @@ class Checker:
     def _compiler_header_roots(self) -> list[Path]:
         """The folders the build's C++ compilers search for system headers (`-E -v`): a GCC in
         /opt/gcc keeps its own <limits.h> there, not under /usr/lib/gcc."""
-        with self._lock:
+        with self._roots_lock:
             if self._compiler_roots is None:
                 self._compiler_roots = self._ask_compiler_roots()
         return self._compiler_roots
@@ -239,7 +240,7 @@ class Checker:
 
     def _defined_in(self, library: str) -> dict[str, bool]:
         """{name: strong} of the global symbols `library` defines (weak: nm's W, V, u)."""
-        with self._lock:
+        with self._locks_lock:
             lock = self._library_locks.setdefault(library, threading.Lock())
         with lock:
             if library not in self._library_symbols:
