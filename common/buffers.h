@@ -2,8 +2,11 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Owning wrappers for device memory, pinned host memory, streams and events. Each one
-// remembers the device it was made on and makes that device current to free itself,
-// because every CUDA resource belongs to the device that was current at its creation.
+// remembers the device it was made on and makes that device current to free itself: memory from
+// cudaMalloc, streams and events belong to the device that was current at their creation
+// (cudaSetDevice in the runtime API reference). Not every resource does: pinned host memory is
+// the host's (with unified addressing every device may use it), and a stream-ordered allocation
+// (cudaMallocAsync) comes from the pool of its stream's device.
 // They are move-only: one owner, freed once.
 #pragma once
 
@@ -62,7 +65,10 @@ class DeviceBuffer {
 };
 
 // Page-locked host memory: the DMA engines read and write it directly, so copies from and to
-// it can run asynchronously and at full link speed. Pageable memory cannot do either.
+// it can run asynchronously and at full link speed. A cudaMemcpyAsync with pageable memory is
+// staged by the driver and returns only once the pageable side is done (host to device: copied to
+// the staging buffer; device to host: the whole copy), so it is not asynchronous in the same way:
+// https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html
 template <class T>
 class PinnedBuffer {
  public:

@@ -48,7 +48,8 @@ const char* course_relative_path(const char* file);
   } while (0)
 
 // Checks the launch just made (bad configuration, no kernel image for this GPU, ...).
-// Errors that happen while the kernel runs surface at the next synchronizing call.
+// Errors that happen while the kernel runs surface later, as the error of some later CUDA call
+// (a synchronizing one at the latest: cudaStreamSynchronize, cudaDeviceSynchronize, ...).
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 // Checks a cuBLAS call (include <cublas_v2.h> before using it).

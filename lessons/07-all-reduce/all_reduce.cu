@@ -2,10 +2,10 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
-// ordered across workers by events alone, the cost model that says why a ring, a one-shot kernel
-// that reads every peer's published copy at once, the same one-shot as one kernel per worker that
-// orders itself through flags in its peers' memory, and a dispatcher that picks one by size from
-// measured times. Every call enqueues and returns, as NCCL's do.
+// ordered across workers by events alone, the cost model that says why a ring, the one-shot (a
+// kernel per worker reads every peer's published copy at once, ordered by events), the one-kernel
+// (the same in one kernel per worker that orders itself through flags in its peers' memory), and a
+// dispatcher that picks one by size from measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -161,7 +161,7 @@ void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const
 
 Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
   // TODO(task 5): the ring from the crossover (or where the scratch cannot hold it); below it, the
-  // kernel one-shot below one_kernel_below and the event one-shot from there.
+  // one-kernel below one_kernel_below and the one-shot from there.
   (void)workspace;
   (void)count;
   NOT_IMPLEMENTED("task 5");
@@ -175,15 +175,15 @@ void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, 
   NOT_IMPLEMENTED("task 5");
 }
 
-// TODO(task 5): the smallest count from which the ring stays faster than both one-shots (the
-// header says exactly); a helper both limits share may go here.
+// TODO(task 5): the smallest count from which the ring stays faster than the one-shot and the
+// one-kernel (the header says exactly); a helper both limits share may go here.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
   (void)rows;
   NOT_IMPLEMENTED("task 5");
 }
 
 std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
-  // TODO(task 5): the smallest count from which the kernel one-shot stays no faster than the event one-shot.
+  // TODO(task 5): the smallest count from which the one-kernel stays no faster than the one-shot.
   (void)rows;
   NOT_IMPLEMENTED("task 5");
 }

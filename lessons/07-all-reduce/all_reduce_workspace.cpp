@@ -5,7 +5,7 @@
 // Everything a worker owns is created with its device current, so it belongs there; a device
 // listed twice gets two workers with streams, events and scratch of their own. Peer access is
 // switched on here, between distinct listed GPUs only: a device never asks for access to itself.
-// Also given: the kernel one-shot's flags (zeroed), where its kernels report giving up, the wait
+// Also given: the one-kernel's flags (zeroed), where its kernels report giving up, the wait
 // that turns such a report into an exception, and the CUDA graph of a few calls.
 #include <set>
 #include <stdexcept>
@@ -105,7 +105,7 @@ std::string gave_up(const AllReduceWorkspace& workspace) {
 void synchronize(const AllReduceWorkspace& workspace) {
   for (const Worker& worker : workspace.workers) worker.stream.synchronize();
   const std::string why = gave_up(workspace);
-  if (!why.empty()) throw std::runtime_error("the kernel one-shot gave up: " + why);
+  if (!why.empty()) throw std::runtime_error("the one-kernel gave up: " + why);
 }
 
 CapturedCalls::CapturedCalls(AllReduceWorkspace& workspace, const std::function<void()>& call, int calls)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 07 benchmark: your ring, your two one-shots (events, and one kernel per worker, plain
-// and replayed from a CUDA graph), your dispatcher (with the limits it measured) and NCCL's
+// Lesson 07 benchmark: your ring, your one-shot (ordered by events), your one-kernel (plain and
+// replayed from a CUDA graph), your dispatcher (with the limits it measured) and NCCL's
 // all-reduce (plain, from a CUDA graph, and on NCCL's symmetric memory where the installed NCCL
 // has it, graphed), side by side, in place, for 8 B to 1 GiB per worker, timed as nccl-tests times (calls
 // enqueued back to back, one wait, host clock; a graph holds several calls; below 1 MiB the best
@@ -10,7 +10,7 @@
 // this machine has. The ring's smallest sizes show its latency, 2 (W - 1) dependent steps; at 8 B
 // and 64 KiB the host's time to enqueue a call is printed beside the time per call (where they
 // are close, the CPU sets the pace). Then PASS/FAIL lines for the lesson's targets: the ring
-// within 80% of NCCL's busbw at 64 MiB and above; the kernel one-shot at 64 KiB and below faster
+// within 80% of NCCL's busbw at 64 MiB and above; the one-kernel at 64 KiB and below faster
 // than NCCL called the same way, plain and graphed, and at most 6 us a call graphed (all need
 // distinct GPUs); the dispatcher within 10% of the best of your three at every size; and, on one
 // GPU, the ring on {0, 0, 0, 0} at 256 MiB and above within 80% of the device's copy speed for
@@ -204,14 +204,14 @@ std::vector<Row> sweep(Setup& s) {
   (void)measure_crossover(s.workspace, s.buffers, counts, 2, 10);
   const Cost ring = ring_cost(1.0, w), one_shot = one_shot_cost(1.0, w);
   std::printf(
-      "\n%d workers on GPUs %s: the ring receives %.3f x S per worker in %d dependent steps, the one-shots "
-      "%.0f x S in %d.\nMeasured by your measure_crossover: ",
+      "\n%d workers on GPUs %s: the ring receives %.3f x S per worker in %d dependent steps, the one-shot "
+      "and the one-kernel %.0f x S in %d.\nMeasured by your measure_crossover: ",
       w, show(s.devices).c_str(), ring.bytes_per_worker, ring.dependent_steps, one_shot.bytes_per_worker,
       one_shot.dependent_steps);
   const auto label = [](std::size_t count) {
     return count == kRingNeverWins ? std::string("never") : course::size_label(count * sizeof(float));
   };
-  std::printf("the ring from %s on, the kernel one-shot below %s.\n", label(s.workspace.crossover_count).c_str(),
+  std::printf("the ring from %s on, the one-kernel below %s.\n", label(s.workspace.crossover_count).c_str(),
               label(s.workspace.one_kernel_below).c_str());
   std::printf(
       "Time per call in us (graphed: %d calls per graph below 1 MiB, 5 below 64 MiB, then 1); NCCL on "
@@ -236,7 +236,7 @@ std::vector<Row> sweep(Setup& s) {
     }
     if (!s.symmetric.empty())
       row.nccl_symmetric = s.time_graphed([&] { s.nccl_all_reduce(count, s.symmetric); }, row.bytes);
-    synchronize(s.workspace);  // a kernel one-shot that gave up stops the benchmark here, with why
+    synchronize(s.workspace);  // a one-kernel that gave up stops the benchmark here, with why
     std::printf("%9s |", course::size_label(row.bytes).c_str());
     for (const double t : {row.ring, row.one_shot, row.one_kernel, row.one_kernel_graphed, row.dispatcher})
       print_time(t);
@@ -289,7 +289,7 @@ int targets(const Setup& s, const std::vector<Row>& rows) {
   std::printf("targets for %s:\n", show(s.devices).c_str());
   if (s.comms.empty()) {
     std::printf("  ring >= 80%% of NCCL's busbw at 64 MiB and above: not measured: needs 2 distinct GPUs\n");
-    std::printf("  kernel one-shot against NCCL at 64 KiB and below: not measured: needs 2 distinct GPUs\n");
+    std::printf("  one-kernel against NCCL at 64 KiB and below: not measured: needs 2 distinct GPUs\n");
   } else {
     for (const Row& r : rows) {
       if (r.bytes >= 64 * kMiB)
@@ -300,7 +300,7 @@ int targets(const Setup& s, const std::vector<Row>& rows) {
     for (const Row& r : rows) {
       if (r.bytes > 64 * kKiB) continue;
       std::printf(
-          "  %s: kernel one-shot %.1f us, NCCL %.1f us (target: faster) %s; graphed %.1f us, NCCL graphed "
+          "  %s: one-kernel %.1f us, NCCL %.1f us (target: faster) %s; graphed %.1f us, NCCL graphed "
           "%.1f us (target: faster, and at most 6 us) %s",
           course::size_label(r.bytes).c_str(), r.one_kernel * 1e6, r.nccl * 1e6, verdict(r.one_kernel < r.nccl),
           r.one_kernel_graphed * 1e6, r.nccl_graphed * 1e6,
@@ -311,7 +311,7 @@ int targets(const Setup& s, const std::vector<Row>& rows) {
       std::printf("\n");
     }
     const Row& small = rows.front();
-    std::printf("  (the event one-shot of task 3 at %s: %.1f us, NCCL %.1f us: host-bound, not a target)\n",
+    std::printf("  (the one-shot of task 3 at %s: %.1f us, NCCL %.1f us: host-bound, not a target)\n",
                 course::size_label(small.bytes).c_str(), small.one_shot * 1e6, small.nccl * 1e6);
   }
   int dispatcher_fails = 0;
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
     }
     if (gpus == 1)
       std::printf(
-          "\nMulti-GPU targets (ring against NCCL, kernel one-shot against NCCL): not measured: needs 2 GPUs, found "
+          "\nMulti-GPU targets (ring against NCCL, one-kernel against NCCL): not measured: needs 2 GPUs, found "
           "1\n");
   } catch (const std::exception& e) {
     std::printf("stopped: %s\n", e.what());

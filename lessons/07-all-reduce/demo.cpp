@@ -3,8 +3,9 @@
 //
 // Lesson 07 demo: your all-reduce on every GPU this machine has, or on three workers of GPU 0
 // where it has one. Each worker k holds k + 1 in every element, so every worker should end with
-// 1 + 2 + ... + W everywhere; the ring, the one-shot and the dispatcher each show what they left,
-// and a short table times them against each other. A task not done yet stops its own section.
+// 1 + 2 + ... + W everywhere; the ring, the one-shot, the one-kernel and the dispatcher each show
+// what they left, and a short table times them against each other. A task not done yet stops its
+// own section.
 // Run it with: ./build/tests/demo-07
 #include <cuda_runtime.h>
 
@@ -48,7 +49,7 @@ void fill(const AllReduceWorkspace& workspace, Demo& demo, std::size_t count) {
 void show(const AllReduceWorkspace& workspace, const Demo& demo, std::size_t count) {
   const int w = workspace.size();
   const float expected = static_cast<float>(w * (w + 1) / 2);
-  synchronize(workspace);  // every worker; a kernel one-shot that gave up throws here, with why
+  synchronize(workspace);  // every worker; a one-kernel that gave up throws here, with why
   for (int k = 0; k < w; ++k) {
     std::vector<float> values(count);
     const course::DeviceGuard on_device(workspace.workers[k].device);
@@ -117,9 +118,9 @@ int main() {
     else
       std::printf("  crossover: the ring from %zu floats on\n", workspace.crossover_count);
     if (workspace.one_kernel_below == kNeverFromHere)
-      std::printf("  the kernel one-shot is the faster one-shot at every count measured\n");
+      std::printf("  the one-kernel is faster than the one-shot at every count measured\n");
     else
-      std::printf("  the kernel one-shot below %zu floats\n", workspace.one_kernel_below);
+      std::printf("  the one-kernel below %zu floats\n", workspace.one_kernel_below);
     fill(workspace, demo, count);
     std::printf("  all_reduce of %zu floats runs the %s\n", count, to_string(choose_algorithm(workspace, count)));
     all_reduce(workspace, demo.pointers, count);

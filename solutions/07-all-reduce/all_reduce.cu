@@ -2,10 +2,10 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
-// ordered across workers by events alone, the cost model that says why a ring, a one-shot kernel
-// that reads every peer's published copy at once, the same one-shot as one kernel per worker that
-// orders itself through flags in its peers' memory, and a dispatcher that picks one by size from
-// measured times. Every call enqueues and returns, as NCCL's do.
+// ordered across workers by events alone, the cost model that says why a ring, the one-shot (a
+// kernel per worker reads every peer's published copy at once, ordered by events), the one-kernel
+// (the same in one kernel per worker that orders itself through flags in its peers' memory), and a
+// dispatcher that picks one by size from measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -481,7 +481,7 @@ std::size_t from_here_on(const std::vector<AlgorithmTiming>& rows, std::size_t n
 
 }  // namespace
 
-// Task 5: walk back from the largest count while the ring beats both one-shots.
+// Task 5: walk back from the largest count while the ring beats the one-shot and the one-kernel.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
   if (rows.empty()) throw std::invalid_argument("crossover_from: no rows");
   return from_here_on(rows, kRingNeverWins, [](const AlgorithmTiming& r) {
@@ -490,7 +490,7 @@ std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
 }
 
 std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
-  // Task 5: walk back from the largest count while the kernel one-shot is not the faster one-shot.
+  // Task 5: walk back from the largest count while the one-kernel is not faster than the one-shot.
   if (rows.empty()) throw std::invalid_argument("one_kernel_below_from: no rows");
   return from_here_on(rows, kNeverFromHere, [](const AlgorithmTiming& r) {
     return r.one_kernel_ms <= 0 || r.one_kernel_ms >= r.one_shot_ms;
