@@ -54,7 +54,8 @@ struct Signals {
 
 // Where a kernel that gave up waiting says so: one per worker, in pinned host memory the kernel
 // writes directly and the host reads without waiting for the GPU. `call` = 0: it never gave up.
-// Every block that gives up writes it (no block is chosen): when several do, it holds one of them.
+// Every block that gives up writes it (no block is chosen): when several do, each field holds what
+// one of them wrote (the fields may come from different blocks; `call` is the same for all).
 struct GiveUp {
   unsigned long long call = 0;  // the call (this worker's count) in which it gave up; written last
   int peer = 0;                 // the worker it waited for
@@ -320,7 +321,7 @@ int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 // kernel ends when every block has. The call is broken either way (step 6 never counts every
 // block, so `calls` and `finished` stay behind: the next one_kernel_all_reduce throws). There is
 // one report per worker: every block that gives up writes it, none is chosen first, and when
-// several do it holds one of them. W >= 2 and count >= 1 always. Launched with the grid given,
+// several do each field holds what one of them wrote. W >= 2 and count >= 1 always. Launched with the grid given,
 // never more.
 void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream);
 
