@@ -36,6 +36,7 @@ import profiling
 from course_layout import Lesson
 from sandbox import Sandbox
 from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
+from text_safety import printable
 
 PROBE = Path(__file__).resolve().parent / "gpu_probe.py"
 
@@ -301,11 +302,12 @@ class Grader:
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            print(f"grade.py: warning: {message}", file=sys.stderr)
+            print(f"grade.py: warning: {printable(message)}", file=sys.stderr)
 
     def say(self, message: str) -> None:
+        """A progress line; it may quote a student's program (a lesson's first failure): printable."""
         if not self.settings.quiet:
-            print(message, file=sys.stderr, flush=True)
+            print(printable(message), file=sys.stderr, flush=True)
 
     def make_grade(self, student: str, source: str, lessons: list[LessonGrade], machine: dict) -> Grade:
         return Grade(student=student, source=source, lessons=lessons, machine=machine,
