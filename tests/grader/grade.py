@@ -41,7 +41,7 @@ import report_gradescope  # noqa: E402
 import report_junit  # noqa: E402
 import report_text  # noqa: E402
 import slurm_jobs  # noqa: E402
-from grading import Grader, Settings, build_starters  # noqa: E402
+from grading import Grader, Settings, build_starters, clean_template  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
 from text_safety import printable  # noqa: E402
 from scoring import Grade  # noqa: E402
@@ -345,9 +345,10 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
         grader.profile.submission = student
         grader.say(f"===== {student}")
         try:
-            # One build folder for the whole class: each student's course is staged afresh, and
-            # only the student files (newer than every object) are compiled again.
-            lessons = grader.grade_submission(folder, settings.build_root / "batch")
+            # Each student's build starts from a copy of the course's starters built once in batch/
+            # (batch/build.clean): only the student files (newer than every object) are compiled, and
+            # no student's build sees another's objects or listings.
+            lessons = grader.grade_submission(folder, settings.build_root / "batch", class_of_many=True)
         except meson_build.SetupError:
             raise  # the course or the machine is broken: no point going on
         except Exception:  # the grader failed on this one student: record it, grade the rest
@@ -404,13 +405,16 @@ def batch_line(grade: Grade, report: Path) -> str:
 
 def copy_prepared_build(prepared: Path, build_root: Path) -> None:
     """Starts a build folder from the course's starters that --build-only built in `prepared`,
-    for the class (batch/) and for learning the cases of a lesson that does not build
-    (pristine/): only the students' files are compiled then. Files keep their times."""
+    for the class (batch/build.clean, from which each student's build starts) and for learning
+    the cases of a lesson that does not build (pristine/): only the students' files are
+    compiled then. Files keep their times."""
     if not slurm_jobs.prepared(prepared):
         raise UsageError(f"--prepared-build {prepared}: no finished build there (grade.py --build-only makes one)")
-    for name in ("pristine", "batch"):
-        if not (build_root / name).exists():
-            shutil.copytree(prepared / "pristine", build_root / name, symlinks=True)
+    if not (build_root / "pristine").exists():
+        shutil.copytree(prepared / "pristine", build_root / "pristine", symlinks=True)
+    clean = clean_template(build_root / "batch")
+    if not clean.exists():
+        shutil.copytree(prepared / "pristine" / "build", clean, symlinks=True)
 
 
 def build_only(settings: Settings) -> int:

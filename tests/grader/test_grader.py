@@ -682,6 +682,22 @@ class LayoutUnitTests(unittest.TestCase):
             self.assertTrue((stage / "lessons/01-passing/build_notes.txt").exists())  # only top-level build* goes
             self.assertTrue((stage / "tests/lesson_01.cpp").exists())
 
+    def test_the_staged_course_holds_only_what_the_build_reads(self):
+        with tempfile.TemporaryDirectory() as folder:
+            course, stage = Path(folder) / "course", Path(folder) / "stage"
+            shutil.copytree(FIXTURE, course)
+            left_out = ("tests/wrong/01-passing/off_by_one.wrong", "tests/course/expect.py", "tests/host/test_x.cpp",
+                        "tests/grader/attacks/correct/passing.cpp", "tests/grader/fixture/x.cpp", "README.md",
+                        ".ci/run", "solutions/01-passing/passing.cpp")
+            kept = ("tests/grader/grade.py", "tests/meson.build", "lessons/01-passing/hints/task-1.md", "meson.options")
+            for extra in left_out + kept:
+                (course / extra).parent.mkdir(parents=True, exist_ok=True)
+                (course / extra).write_text("x")
+            layout.stage_course(course, stage)
+            self.assertEqual([path for path in left_out if (stage / path).exists()], [])
+            self.assertEqual([path for path in kept if not (stage / path).exists()], [])
+            self.assertFalse((stage / "tests/wrong").exists() or (stage / "tests/grader/attacks").exists())
+
 
 class BuildUnitTests(unittest.TestCase):
     def test_first_errors(self):
@@ -971,6 +987,18 @@ class BatchTests(unittest.TestCase):
                               str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03,04,05,07")
         with cls.csv.open() as table:
             cls.rows = {row["student"]: row for row in csv.DictReader(table)}
+
+    def test_each_students_build_starts_from_the_course_starters(self):
+        # bob has no lesson 03: his build must not hold alice's lesson-03 object (or its listings),
+        # but the one compiled from the course's starter, as the clean copy of the batch's build has it
+        build = TMP / "batch" / "batch" / "build"
+        clean = TMP / "batch" / "batch" / "build.clean"
+        self.assertTrue(clean.is_dir(), "the batch has no clean build to start each student from")
+        entries = json.loads((build / "compile_commands.json").read_text())
+        outputs = [entry["output"] for entry in entries if entry["file"].endswith("lessons/03-starter/starter.cpp")]
+        self.assertTrue(outputs)
+        for output in outputs:
+            self.assertEqual((build / output).read_bytes(), (clean / output).read_bytes(), output)
 
     def test_csv(self):
         self.assertEqual(self.done.returncode, 0, self.done.stderr)
