@@ -231,12 +231,8 @@ def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
             raise ChannelError("the result channel ends in the middle of a record")
     records: dict[str, dict] = {}
     for number, line in enumerate(lines[:-1], start=1):
-        try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise ChannelError(f"result record {number} is not one the course's listener writes") from None
-        if not isinstance(record, dict) or set(record) != {"token", "seq", "case", "status", "message"} \
-                or record["status"] not in (PASSED, FAILED, SKIPPED) or not isinstance(record["message"], str):
+        record = parse_record(line)
+        if record is None:
             raise ChannelError(f"result record {number} is not one the course's listener writes")
         if record["token"] != outcome.token:
             raise ChannelError(f"result record {number} does not carry this run's token")
@@ -249,6 +245,29 @@ def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
             raise ChannelError(f"two results for the case '{name}'")
         records[name] = record
     return records
+
+
+RECORD_BYTES = 64 * 1024  # the longest record line: the listener's is a 2000-byte message, each byte at most \u00XX
+RECORD_FIELDS = {"token": str, "seq": int, "case": str, "status": str, "message": str}
+
+
+def parse_record(line: bytes) -> dict | None:
+    """One line of the result channel as the listener writes it: a flat JSON object of exactly
+    RECORD_FIELDS, each of its type, a known status, at most RECORD_BYTES; None for anything else.
+    The line is the student's program's to write, so nothing in it may raise here: not a nesting
+    deep enough to exhaust Python's recursion (json.loads raises RecursionError), not a number too
+    long to convert, not invalid UTF-8."""
+    if len(line) > RECORD_BYTES:
+        return None
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or set(record) != set(RECORD_FIELDS) \
+            or any(type(record[key]) is not kind for key, kind in RECORD_FIELDS.items()) \
+            or record["status"] not in (PASSED, FAILED, SKIPPED):
+        return None
+    return record
 
 
 def expected_exit_code(records: list[dict]) -> int:

@@ -5,8 +5,8 @@
 A lesson lives in `lessons/NN-slug/`. Its contract header `<stem>.h` sits beside the one
 file the student edits, `<stem>.cpp` or `<stem>.cu`, which the lesson table of
 tests/meson.build names (the build compiles the same file). A submission contributes exactly those
-student files: staging copies the pristine course (without `.git`, `build*` and
-`solutions/`) and then overlays the student files only, so a submission cannot change a
+student files: staging copies what the build of the pristine course reads (STAGED: never
+`solutions/`, `tests/wrong/`, `.git` or a build folder) and then overlays the student files only, so a submission cannot change a
 test, a header or common/. The copy lies outside the course (grade.py refuses a build folder
 inside it), so no relative #include can reach the course's solutions/ from there.
 """
@@ -148,9 +148,44 @@ def _skipped_dir(path: Path, top: Path) -> bool:
 
 # ----------------------------------------------------------------------------- staging
 
+# What the build of a student's file sees of the course (an allowlist, as everything the grader
+# lets in): the staged copy holds only what `meson setup -Donly_lessons=true` and the lesson
+# programs read. Left out: solutions/, the known-wrong variants (tests/wrong/: each is a slice of a
+# reference solution plus one mistake, an answer key), the correct variants and attacks
+# (tests/grader/attacks/), the course's checks (tests/course/), the host tests and probes, CI,
+# .git and build folders. A student's file that fails to compile on purpose cannot make the
+# compiler quote any of them into its log: they are not there.
+STAGED = {
+    "meson.build": "the build's description",
+    "meson.options": "its options",
+    "meson_options.txt": "its options (Meson before 1.1)",
+    "common": "the course's library, which every lesson program links",
+    "lessons": "the contract headers, the provided sources and the student files",
+    "tests": "each lesson's tests and tests/meson.build (its subfolders: STAGED_IN_TESTS only)",
+}
+STAGED_IN_TESTS = {
+    "grader": "tests/meson.build names grader/grade.py in its 'grade' target (the grader is in the student edition too; "
+              "its attacks/ and fixture/ are left out)",
+}
+LEFT_OUT_OF_GRADER = ("attacks", "fixture")
+
+
+def staged(relative: Path, folder: bool) -> bool:
+    """Whether a path of the course (relative to its root; `folder`: it is a folder) is staged."""
+    parts = relative.parts
+    if not parts or parts[0] not in STAGED:
+        return False
+    if parts[0] != "tests" or len(parts) == 1:
+        return True
+    if parts[1] in STAGED_IN_TESTS:
+        return len(parts) == 2 or not (parts[1] == "grader" and parts[2] in LEFT_OUT_OF_GRADER)
+    return len(parts) == 2 and not folder  # a file of tests/ itself
+
+
 def stage_course(course: Path, destination: Path, keep_out: list[Path] = ()) -> None:
-    """Copies the pristine course to `destination` (replacing what was there), leaving out
-    `.git`, top-level `build*` folders, `solutions/` and any path in `keep_out`.
+    """Copies the pristine course to `destination` (replacing what was there): only what the
+    build reads (STAGED, STAGED_IN_TESTS; never solutions/ or tests/wrong/), leaving out any path
+    in `keep_out` too (a submission or build folder inside the course).
 
     Files keep their modification times so that an unchanged common/ is not rebuilt.
     """
@@ -162,8 +197,8 @@ def stage_course(course: Path, destination: Path, keep_out: list[Path] = ()) -> 
     def ignore(folder: str, names: list[str]) -> set[str]:
         here = Path(folder).resolve()
         skip = {name for name in names if (here / name).resolve() in excluded or name == ".git"}
-        if here == course:
-            skip |= {name for name in names if name.startswith("build") or name == "solutions"}
+        skip |= {name for name in names  # `folder` lies in `course` as copytree walks it (no link resolved)
+                 if not staged((Path(folder) / name).relative_to(course), (Path(folder) / name).is_dir())}
         return skip
 
     if destination.exists():

@@ -41,8 +41,9 @@ import report_gradescope  # noqa: E402
 import report_junit  # noqa: E402
 import report_text  # noqa: E402
 import slurm_jobs  # noqa: E402
-from grading import Grader, Settings, build_starters  # noqa: E402
+from grading import Grader, Settings, build_starters, clean_template  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
+from text_safety import printable  # noqa: E402
 from scoring import Grade  # noqa: E402
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_GPUS, EXIT_MISSING = 0, 1, 2, 3, slurm_jobs.EXIT_MISSING
@@ -277,7 +278,8 @@ def write_outputs(grade: Grade, out: Path, seconds: float) -> None:
         shutil.rmtree(logs)
     logs.mkdir()
     for lesson in grade.lessons:
-        (logs / f"{lesson.lesson.slug}.log").write_text(lesson.log or "(nothing was built or run)\n")
+        # what the compiler and the program printed, its escape codes written as text (text_safety)
+        (logs / f"{lesson.lesson.slug}.log").write_text(printable(lesson.log or "(nothing was built or run)\n"))
 
 
 def gpu_skip_report(grades: list[Grade]) -> list[str]:
@@ -343,14 +345,15 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
         grader.profile.submission = student
         grader.say(f"===== {student}")
         try:
-            # One build folder for the whole class: each student's course is staged afresh, and
-            # only the student files (newer than every object) are compiled again.
-            lessons = grader.grade_submission(folder, settings.build_root / "batch")
+            # Each student's build starts from a copy of the course's starters built once in batch/
+            # (batch/build.clean): only the student files (newer than every object) are compiled, and
+            # no student's build sees another's objects or listings.
+            lessons = grader.grade_submission(folder, settings.build_root / "batch", class_of_many=True)
         except meson_build.SetupError:
             raise  # the course or the machine is broken: no point going on
         except Exception:  # the grader failed on this one student: record it, grade the rest
-            problem = "internal error: " + traceback.format_exc().strip().splitlines()[-1]
-            print(f"grade.py: {student}: {traceback.format_exc()}", file=sys.stderr)
+            problem = "internal error: " + traceback.format_exc().strip().splitlines()[-1]  # CSV: csv_cell
+            print(printable(f"grade.py: {student}: {traceback.format_exc()}"), file=sys.stderr)
             rows.append((student, None, problem))
             failed = True
             continue
@@ -365,7 +368,7 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
             write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
         rows.append((student, grade, ""))
-        print(batch_line(grade, out / layout.safe_name(student) / "report.txt"))
+        print(printable(batch_line(grade, out / layout.safe_name(student) / "report.txt")))
         if changed != gpu_settings:  # every later grade on this machine could be affected: stop
             report_csv.write_csv((args.csv or out / "grades.csv").resolve(), settings.lessons, rows)
             raise RefusedToGrade(f"{student}: {finding}; the batch stops here (the CSV holds the students "
@@ -402,13 +405,16 @@ def batch_line(grade: Grade, report: Path) -> str:
 
 def copy_prepared_build(prepared: Path, build_root: Path) -> None:
     """Starts a build folder from the course's starters that --build-only built in `prepared`,
-    for the class (batch/) and for learning the cases of a lesson that does not build
-    (pristine/): only the students' files are compiled then. Files keep their times."""
+    for the class (batch/build.clean, from which each student's build starts) and for learning
+    the cases of a lesson that does not build (pristine/): only the students' files are
+    compiled then. Files keep their times."""
     if not slurm_jobs.prepared(prepared):
         raise UsageError(f"--prepared-build {prepared}: no finished build there (grade.py --build-only makes one)")
-    for name in ("pristine", "batch"):
-        if not (build_root / name).exists():
-            shutil.copytree(prepared / "pristine", build_root / name, symlinks=True)
+    if not (build_root / "pristine").exists():
+        shutil.copytree(prepared / "pristine", build_root / "pristine", symlinks=True)
+    clean = clean_template(build_root / "batch")
+    if not clean.exists():
+        shutil.copytree(prepared / "pristine" / "build", clean, symlinks=True)
 
 
 def build_only(settings: Settings) -> int:
@@ -493,7 +499,7 @@ def merge_run(args: argparse.Namespace) -> int:
     if missing:
         print(f"NOT GRADED ({len(missing)}; also in {plan.run / 'grade' / 'missing.txt'}):")
         for line in missing:
-            print(f"  {line}")
+            print(printable(f"  {line}"))
     if args.only_missing:
         tasks = [state.task for state in states if not state.complete and not state.waiting]
         waiting = [state.task for state in states if state.waiting]
@@ -540,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade.py: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (meson_build.SetupError, slurm_jobs.SlurmError, RefusedToGrade) as error:
-        print(f"grade.py: error: {error}", file=sys.stderr)
+        print(printable(f"grade.py: error: {error}"), file=sys.stderr)
         return EXIT_INTERNAL
     except Exception:  # noqa: BLE001 - any other failure is the grader's own bug
         traceback.print_exc()
@@ -549,8 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.require_gpus:
         skipped = gpu_skip_report(grades)
         if skipped:
-            print("grade.py: error: --require-gpus: these cases were skipped for missing GPUs:\n"
-                  + "\n".join(skipped), file=sys.stderr)
+            print(printable("grade.py: error: --require-gpus: these cases were skipped for missing GPUs:\n"
+                            + "\n".join(skipped)), file=sys.stderr)
             return EXIT_GPUS
     return EXIT_INTERNAL if failed else EXIT_OK
 

@@ -36,6 +36,7 @@ import profiling
 from course_layout import Lesson
 from sandbox import Sandbox
 from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
+from text_safety import printable
 
 PROBE = Path(__file__).resolve().parent / "gpu_probe.py"
 
@@ -77,6 +78,7 @@ class Grader:
         self.profile = profiling.Profile()
         self._built_together: dict[str, str] = {}  # {lesson: its steps of the build of all lessons}
         self._baseline = Baseline(self)
+        self._clean_made: set[Path] = set()  # work folders whose clean build this run has made
         self.subreaper = limited_run.become_subreaper()
         self.sandbox = settings.sandbox or Sandbox.off("not requested")
         self.sandbox.hidden = [settings.course, settings.build_root] + list(settings.keep_out) + \
@@ -94,20 +96,68 @@ class Grader:
     # ------------------------------------------------------------------ entry points
 
     def grade_working_tree(self) -> list[LessonGrade]:
-        """Grades the student files of the course folder itself, staged like a submission."""
-        return self.grade_submission(self.settings.course, self.settings.build_root / "working-tree")
+        """Grades the student files of the course folder itself, staged like a submission (its
+        build folder kept from one check to the next: the student's own)."""
+        return self.grade_submission(self.settings.course, self.settings.build_root / "working-tree", own=True)
 
-    def grade_submission(self, submission: Path, work: Path) -> list[LessonGrade]:
+    def grade_submission(self, submission: Path, work: Path, own: bool = False, class_of_many: bool = False
+                         ) -> list[LessonGrade]:
         """Stages the course with the submission's student files in `work`, and grades it.
-        The student files are read before staging, so `solutions` itself can be graded."""
+        The student files are read before staging, so `solutions` itself can be graded.
+
+        Each student's build is their own (unless `own`: a student's own check of their working
+        tree): it starts from a clean copy of the course's starters built in `work` (see
+        clean_build), or from nothing, never from what another student's build left there (their
+        objects, and the listings -save-temps keeps, which a later student's file could include).
+        `class_of_many`: more students follow in `work` (a batch), so the clean copy is made once,
+        if it is not there, and each student starts from it."""
+        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
+        contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
+        source = work / "course"
+        if not own:
+            self._clean_build(work, make=class_of_many)
         with self.profile.span("stage"):
-            files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
-            contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
-            source = work / "course"
             layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
             for lesson, data in contents.items():
                 layout.place_student_bytes(data, source, lesson)
         return self._grade_tree(source, work / "build", files=files, submission=submission)
+
+    def _clean_build(self, work: Path, make: bool) -> None:
+        """Leaves in `work`/build a build folder no other student's build wrote into: a copy of
+        `work`/build.clean (the course's starters, built in `work` by _make_clean_build, once per
+        grading run when `make`), else nothing (the build starts afresh). A Meson build folder
+        cannot move, so the copy is made at the place it was built for."""
+        build, clean = work / "build", clean_template(work)
+        if make and work not in self._clean_made:
+            with self.profile.span("prepare clean build", detail="the course's starters, built once per run"):
+                self._make_clean_build(work)
+            self._clean_made.add(work)
+        with self.profile.span("clean build", detail="a copy of the starters' build" if clean.is_dir() else "removed"):
+            if build.exists():
+                shutil.rmtree(build)
+            if clean.is_dir():
+                shutil.copytree(clean, build, symlinks=True)
+
+    def _make_clean_build(self, work: Path) -> None:
+        """`work`/build.clean: the course's own starters of the graded lessons, staged and built in
+        `work` (Slurm: from the copy of the build job's starters that a task starts from). Only
+        the course's own files were ever compiled in it: it starts from the previous clean copy, or
+        from nothing, never from a build folder a student's file went into."""
+        source, build, clean = work / "course", work / "build", clean_template(work)
+        if build.exists():
+            shutil.rmtree(build)
+        if clean.is_dir():
+            shutil.copytree(clean, build, symlinks=True)
+        layout.stage_course(self.settings.course, source, keep_out=self.settings.staging_exclusions())
+        meson_build.setup_once(build, source, self.settings.setup_timeout)
+        built = meson_build.compile_target(build, source, [lesson.target for lesson in self.settings.lessons],
+                                           self.settings.build_timeout, self.settings.jobs, sandbox=self.sandbox,
+                                           keep_going=True)
+        if not built.ok:  # each student's build then finds the same failure, as without the clean copy
+            self.warn(f"the course's own starters do not all build: {built.message.splitlines()[0]}")
+        if clean.exists():
+            shutil.rmtree(clean)
+        shutil.copytree(build, clean, symlinks=True)
 
     def _time_sandbox_start(self) -> None:
         """What starting the sandbox costs (every sandboxed run pays it), for the profile."""
@@ -301,11 +351,12 @@ class Grader:
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-            print(f"grade.py: warning: {message}", file=sys.stderr)
+            print(f"grade.py: warning: {printable(message)}", file=sys.stderr)
 
     def say(self, message: str) -> None:
+        """A progress line; it may quote a student's program (a lesson's first failure): printable."""
         if not self.settings.quiet:
-            print(message, file=sys.stderr, flush=True)
+            print(printable(message), file=sys.stderr, flush=True)
 
     def make_grade(self, student: str, source: str, lessons: list[LessonGrade], machine: dict) -> Grade:
         return Grade(student=student, source=source, lessons=lessons, machine=machine,
@@ -447,6 +498,12 @@ class Baseline:
             return None
         self._grader._remember(listing)
         return listing.cases
+
+
+def clean_template(work: Path) -> Path:
+    """Where the clean copy of `work`'s build folder lies (Grader._clean_build): beside it, where
+    no sandbox binds it (a build sees only its own build folder and the staged course)."""
+    return work / "build.clean"
 
 
 def pristine_folders(settings: Settings) -> tuple[Path, Path]:

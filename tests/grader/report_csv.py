@@ -17,6 +17,8 @@
   machine has (--require-gpus makes that an error)".
 - `findings`: what a person should read (refused headers or symbols, too much output,
   time-outs), separated by " | ".
+- Every text cell is made safe (text_safety.csv_cell): control characters escaped (`\x1b`), and
+  an apostrophe before a cell that would start a spreadsheet formula (`'=...`).
 - `problem`: each lesson that lost points, with its status in short ("01-passing: does not
   build; 03-starter: missing"); empty for a student who lost nothing. For a student without a
   grade it says why ("internal error: ...", or the Slurm merge's "not graded: Slurm job ...").
@@ -29,6 +31,7 @@ from pathlib import Path
 
 from course_layout import Lesson
 from scoring import Grade
+from text_safety import csv_cell
 
 STATUS_WIDTH = 160  # a lesson's status cell: its first error or failure, cut to this many characters
 STATUS = " status"  # the status column of lesson L is named L + STATUS
@@ -71,12 +74,14 @@ def row(student: str, lessons: list[Lesson], grade: Grade | None, problem: str) 
 
 def write_table(path: Path, first: list[str], rows: list[list]) -> None:
     """The header and the rows, as Python's csv module writes them (a Slurm merge rewrites the
-    rows its tasks wrote through this same function, so its CSV is byte for byte a local one)."""
+    rows its tasks wrote through this same function, so its CSV is byte for byte a local one).
+    Every text cell goes through text_safety.csv_cell: control characters escaped, and no cell
+    starts a spreadsheet formula (what a student's program printed is in the status cells)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
-        writer.writerow(first)
-        writer.writerows(rows)
+        writer.writerow([csv_cell(cell) for cell in first])
+        writer.writerows([csv_cell(cell) for cell in row] for row in rows)
 
 
 def write_csv(path: Path, lessons: list[Lesson], rows: list[tuple[str, Grade | None, str]]) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 from catch2_runner import PASSED, SKIPPED, CaseResult
 from machine import describe
 from scoring import Grade, LessonGrade, label
+from text_safety import printable_tree
 
 
 def results_json(grade: Grade, seconds: float) -> dict:
-    """The whole results.json document."""
+    """The whole results.json document, every text in it printable (text_safety: a failure
+    message's escape codes are written as `\\x1b`, not as the character)."""
     tests = []
     for lesson in grade.lessons:
         tests += lesson_tests(lesson)
@@ -26,7 +28,7 @@ def results_json(grade: Grade, seconds: float) -> dict:
     if grade.ungraded:
         summary += f"; {grade.ungraded_note()} (the skipped cases below say what each needs)"
     summary += "".join(f"\n  {lesson.lesson.slug}: {lesson.status()}" for lesson in grade.lessons)
-    return {
+    return printable_tree({
         "score": grade.earned,
         "execution_time": round(seconds),
         "output": f"Graded on: {describe(grade.machine)}\nSandbox: {grade.sandbox}\n{summary}"
@@ -36,7 +38,7 @@ def results_json(grade: Grade, seconds: float) -> dict:
                        "ungraded_note": grade.ungraded_note(),
                        "machine": grade.machine, "sandbox": grade.sandbox, "findings": grade.findings,
                        "warnings": grade.warnings},
-    }
+    })
 
 
 def lesson_tests(lesson: LessonGrade) -> list[dict]:

@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from catch2_runner import FAILED, PASSED, SKIPPED, CaseResult, stderr_tail
 from machine import describe
 from scoring import Grade, LessonGrade
+from text_safety import printable
 
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -34,6 +35,9 @@ def junit_xml(grade: Grade) -> str:
             totals[key] += int(suite.get(key))
     for key, value in totals.items():
         root.set(key, str(value))
+    for element in root.iter():  # every text and attribute, whoever wrote it
+        element.text = xml_safe(element.text) if element.text else element.text
+        element.attrib = {key: xml_safe(value) for key, value in element.attrib.items()}
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -90,5 +94,6 @@ def _problem(case: ET.Element, tag: str, status: str, message: str) -> None:
 
 
 def xml_safe(text: str) -> str:
-    """The text without the control characters XML 1.0 forbids (a program's output may hold them)."""
-    return _FORBIDDEN.sub("?", text)
+    """The text with its control characters escaped (text_safety.printable), and without the
+    noncharacters XML 1.0 forbids (a program's output may hold them)."""
+    return _FORBIDDEN.sub("?", printable(text))

@@ -14,7 +14,7 @@
 missing GPUs, and the line under the total says what that means. "Status" says why a lesson
 lost points, in the words of the class CSV (scoring.LessonGrade.status). Then one short line
 per case that lost points, and every finding (what a person should look at: refused headers or
-symbols, too much output, time-outs).
+symbols, too much output, time-outs). Control characters are escaped (text_safety.printable).
 """
 
 from __future__ import annotations
@@ -22,19 +22,21 @@ from __future__ import annotations
 from catch2_runner import SKIPPED
 from machine import describe
 from scoring import BUILD_FAILED, INVALID, LOST, MISSING, REJECTED, Grade, label, short_findings
+from text_safety import printable
 
 STATUS_WIDTH = 100  # the status column: a lesson's first error or failure, cut to this many characters
 CASE_LINE_WIDTH = 160
 
 
 def clip(text: str, width: int) -> str:
-    """The text on one line, cut to `width` characters with '...'."""
-    text = " ".join(text.split())
+    """The text on one line, its control characters escaped, cut to `width` characters with '...'."""
+    text = " ".join(printable(text).split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def render(grade: Grade) -> str:
-    """The whole report of one grade."""
+    """The whole report of one grade; every text a graded program wrote is printable
+    (text_safety: no escape sequence reaches the terminal that shows it)."""
     lines = [f"Grade of: {grade.source}", f"Machine:  {describe(grade.machine)}", f"Sandbox:  {grade.sandbox}", ""]
     lines += _table(grade)
     if grade.ungraded:
@@ -45,7 +47,7 @@ def render(grade: Grade) -> str:
     lines += _ungraded_note(grade)
     if grade.warnings:
         lines += ["", "Warnings:"] + [f"  {warning}" for warning in grade.warnings]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 def _table(grade: Grade) -> list[str]:
@@ -59,7 +61,7 @@ def _table(grade: Grade) -> list[str]:
         else:
             counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
         status = clip(lesson.status(), STATUS_WIDTH)
-        findings = short_findings(lesson.findings)
+        findings = printable(short_findings(lesson.findings), keep="")
         rows.append([lesson.lesson.slug, points] + counts +
                     [str(lesson.ungraded), status + (f"  |  {findings}" if findings else "")])
     totals = [sum(lesson.count("passed") for lesson in grade.lessons),

@@ -375,7 +375,8 @@ def task_state(plan: Plan, task: int, slurm_state=_slurm_state) -> TaskState:
     if done is not None and (folder / "grades.csv").is_file():
         with (folder / "grades.csv").open(newline="") as source:
             rows = list(csv.reader(source))[1:]
-        state.rows = {row[0]: row for row in rows if row and row[0] in students}
+        named = {report_csv.csv_cell(student): student for student in students}  # as write_table wrote the name
+        state.rows = {named[row[0]]: row for row in rows if row and row[0] in named}
         state.complete = len(state.rows) == len(students)
     if state.complete:
         state.state = f"done (exit status {done['exit_status']})"

@@ -14,6 +14,7 @@ compiler and Catch2 v3 (pkg-config catch2); no GPU.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -242,6 +243,94 @@ class RunnerUnitTests(unittest.TestCase):
         self.assertIn("only a missing GPU makes a case ungraded", own.message)
         trusted = runner.judge_skip(runner.CaseResult(two, runner.SKIPPED, "needs 2 GPUs"), gpus=None)
         self.assertEqual(trusted.status, runner.SKIPPED)  # the course's own suite (expect.py)
+
+
+class ChannelDataTests(unittest.TestCase):
+    """Whatever a program writes into the result channel is a verdict on its lesson ("invalid
+    results"), never an exception of the grader's own (issue 43: a nested JSON line was an
+    internal error, the student had no grade, the batch exited 1)."""
+
+    def test_malformed_oversized_or_nested_records_are_invalid_results(self):
+        token = b'{"token": "t0k", "seq": 1, "case": "a", "status": "passed", "message": '
+        bad = {
+            "nested as a whole line": b"[" * 200000 + b"\n",
+            "nested in the message": token + b"[" * 100000 + b"]" * 100000 + b"}\n",
+            "a nested object as the message": token + b'{"a": ' * 50000 + b"1" + b"}" * 50000 + b"}\n",
+            "longer than a record can be": record_line("a", message="x" * (runner.RECORD_BYTES + 1)),
+            "a sequence number that is a truth value": record_line("a", seq=True),
+            "a sequence number that is a fraction": token.replace(b'"seq": 1', b'"seq": 1.0') + b'""}\n',
+            "a number too long to convert": token.replace(b'"seq": 1', b'"seq": ' + b"9" * 5000) + b'""}\n',
+            "a case name that is not a text": record_line(["a"]),
+            "a token that is not a text": token.replace(b'"t0k"', b'["t0k"]') + b'""}\n',
+            "not UTF-8": record_line("a")[:-3] + b'\xff"}\n',
+        }
+        for why, data in bad.items():
+            with self.subTest(why):
+                with self.assertRaises(runner.ChannelError) as caught:
+                    runner.read_records(outcome(0, channel=data), ["a"])
+                self.assertIn("is not one the course's listener writes", str(caught.exception))
+
+    def test_a_record_as_the_listener_writes_it_is_read(self):
+        longest = record_line("a", "failed", "\x1b" * 2003)  # the listener's longest message, every byte escaped
+        self.assertLess(len(longest), runner.RECORD_BYTES)
+        self.assertEqual(runner.read_records(outcome(1, channel=longest), ["a"])["a"]["message"], "\x1b" * 2003)
+
+
+class TextSafetyTests(unittest.TestCase):
+    """What a graded program printed reaches the terminal, report.txt, results.json, junit.xml,
+    the logs and the CSV with its control characters escaped; no CSV cell starts a formula."""
+
+    HOSTILE = "REQUIRE( x )\x1b[1A\x1b[2K\rTOTAL 5/5 points\u202e\ud800\x07\x9b"
+
+    def hostile_grade(self) -> scoring.Grade:
+        failed = lesson_grade("01", ("failed", 2, self.HOSTILE, 0), ("passed", 1, "", 0))
+        failed.results[0].stderr = "stderr \x1b]0;title\x07 line\n" * 3
+        failed.findings.append("result channel: \x1b[31mforged")
+        failed.log = "build \x1b[2J log\n"
+        grade = a_grade(failed)
+        grade.student = "=HYPERLINK(\"http://x\")\x1b"
+        return grade
+
+    def assert_printable(self, text: str, where: str) -> None:
+        unsafe = re.findall("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\ud800-\udfff]", text)
+        self.assertEqual(unsafe, [], f"{where} holds control characters")
+
+    def test_printable_escapes_and_is_idempotent(self):
+        import text_safety
+        self.assertEqual(text_safety.printable("a\x1b[2Kb\r\n\tc\u202e\ud800"), "a\\x1b[2Kb\\r\n\tc\\u202e\\ud800")
+        self.assertEqual(text_safety.printable("a\nb\tc", keep=""), "a\\nb\\tc")
+        once = text_safety.printable(self.HOSTILE)
+        self.assertEqual(text_safety.printable(once), once)
+        for cell, safe in [("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
+                           ("\t=1", "\\t=1"), ("\r=1", "\\r=1"), ("passed", "passed"), (5, 5), ("", "")]:
+            self.assertEqual(text_safety.csv_cell(cell), safe, repr(cell))
+            self.assertEqual(text_safety.csv_cell(text_safety.csv_cell(cell)), safe, repr(cell))
+
+    def test_every_report_escapes_what_a_program_printed(self):
+        import report_gradescope
+        import report_junit
+        hostile = self.hostile_grade()
+        self.assert_printable(report_text.render(hostile), "report.txt")
+        self.assertIn("\\x1b[1A", report_text.render(hostile))
+        document = report_gradescope.results_json(hostile, 1.0)
+        self.assert_printable(json.dumps(document, ensure_ascii=False), "results.json")
+        xml_text = report_junit.junit_xml(hostile)
+        self.assert_printable(xml_text, "junit.xml")
+        ET.fromstring(xml_text.encode())
+        with tempfile.TemporaryDirectory() as folder:
+            hostile.machine = {"gpus": 0}
+            grade.write_outputs(hostile, Path(folder), 1.0)  # a lone surrogate cannot be written as UTF-8 raw
+            for path in Path(folder).rglob("*"):
+                if path.is_file():
+                    self.assert_printable(path.read_text(), str(path.name))
+            lessons = [lesson.lesson for lesson in hostile.lessons]
+            report_csv.write_csv(Path(folder) / "grades.csv", lessons, [(hostile.student, hostile, "")])
+            text = (Path(folder) / "grades.csv").read_text()
+            self.assert_printable(text.replace("\r\n", "\n"), "grades.csv")
+            for row in csv.reader(io.StringIO(text)):
+                for cell in row:
+                    self.assertFalse(cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell)
+            self.assertTrue(list(csv.reader(io.StringIO(text)))[1][0].startswith("'=HYPERLINK"))
 
 
 def lesson_grade(number: str, *results: tuple[str, int, str, int], problem: str = "", problem_status: str = ""):
@@ -593,6 +682,22 @@ class LayoutUnitTests(unittest.TestCase):
             self.assertTrue((stage / "lessons/01-passing/build_notes.txt").exists())  # only top-level build* goes
             self.assertTrue((stage / "tests/lesson_01.cpp").exists())
 
+    def test_the_staged_course_holds_only_what_the_build_reads(self):
+        with tempfile.TemporaryDirectory() as folder:
+            course, stage = Path(folder) / "course", Path(folder) / "stage"
+            shutil.copytree(FIXTURE, course)
+            left_out = ("tests/wrong/01-passing/off_by_one.wrong", "tests/course/expect.py", "tests/host/test_x.cpp",
+                        "tests/grader/attacks/correct/passing.cpp", "tests/grader/fixture/x.cpp", "README.md",
+                        ".ci/run", "solutions/01-passing/passing.cpp")
+            kept = ("tests/grader/grade.py", "tests/meson.build", "lessons/01-passing/hints/task-1.md", "meson.options")
+            for extra in left_out + kept:
+                (course / extra).parent.mkdir(parents=True, exist_ok=True)
+                (course / extra).write_text("x")
+            layout.stage_course(course, stage)
+            self.assertEqual([path for path in left_out if (stage / path).exists()], [])
+            self.assertEqual([path for path in kept if not (stage / path).exists()], [])
+            self.assertFalse((stage / "tests/wrong").exists() or (stage / "tests/grader/attacks").exists())
+
 
 class BuildUnitTests(unittest.TestCase):
     def test_first_errors(self):
@@ -882,6 +987,18 @@ class BatchTests(unittest.TestCase):
                               str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03,04,05,07")
         with cls.csv.open() as table:
             cls.rows = {row["student"]: row for row in csv.DictReader(table)}
+
+    def test_each_students_build_starts_from_the_course_starters(self):
+        # bob has no lesson 03: his build must not hold alice's lesson-03 object (or its listings),
+        # but the one compiled from the course's starter, as the clean copy of the batch's build has it
+        build = TMP / "batch" / "batch" / "build"
+        clean = TMP / "batch" / "batch" / "build.clean"
+        self.assertTrue(clean.is_dir(), "the batch has no clean build to start each student from")
+        entries = json.loads((build / "compile_commands.json").read_text())
+        outputs = [entry["output"] for entry in entries if entry["file"].endswith("lessons/03-starter/starter.cpp")]
+        self.assertTrue(outputs)
+        for output in outputs:
+            self.assertEqual((build / output).read_bytes(), (clean / output).read_bytes(), output)
 
     def test_csv(self):
         self.assertEqual(self.done.returncode, 0, self.done.stderr)
