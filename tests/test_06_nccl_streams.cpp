@@ -6,7 +6,11 @@
 // call runs on a thread of its own, and the test watches, through pinned memory on a stream of its
 // own, what happened meanwhile: a call must return while a stream that is not one of its ranks' is
 // held; a count of 0 must return while a rank's stream is held (it enqueues nothing, so it has
-// nothing to wait for); and split_sum's partial sums must wait behind their rank's stream.
+// nothing to wait for); and split_sum's partial sums must wait behind their rank's stream. A gate
+// held before the call holds the collective, and with it every rank (NCCL's ranks wait for each
+// other): to show that a call waits for EVERY rank's stream, not the first one's only, a second
+// gate (common/testing/group_end_gate.h) holds one rank's stream from just after the call's group
+// call, when every rank's collective is already enqueued and only the held rank is left.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -20,14 +24,17 @@
 #include "common/buffers.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
+#include "common/testing/group_end_gate.h"
 #include "common/testing/held_stream.h"
 #include "nccl_collectives.h"
 #include "test_06_nccl_support.h"
 
 using namespace lesson06;
 using namespace lesson06_tests;
+using course::testing::AfterGroupOutcome;
 using course::testing::HeldOutcome;
 using course::testing::returns_while_held;
+using course::testing::returns_while_held_after_group;
 using course::testing::run_with_stream_held;
 
 namespace {
@@ -48,6 +55,26 @@ struct WarmAllReduce {
   RankBuffers data;
 };
 
+// Each rank's stream in turn held from the end of `call`'s group call on: `call` must not return
+// while it is held. A call that waits for the first rank's stream only (or for a few) returns.
+void check_waits_after_the_group_call(const Communicators& c, const std::string& name,
+                                      const std::function<void()>& call) {
+  run_with_watchdog(name + " (before any gate)", kCallLimit, kGroupHint, call);
+  for (int held = 0; held < c.size(); ++held) {
+    const AfterGroupOutcome outcome = returns_while_held_after_group(
+        c.stream_handles[held], name + " with rank " + std::to_string(held) + "'s stream held after the group call",
+        call, 300ms);
+    INFO(name << ": rank " << held << " of " << c.size() << "'s stream was held from the end of the call's "
+              << "ncclGroupEnd on, for 0.3 s");
+    if (!outcome.group_ended) FAIL_CHECK("the call made no ncclGroupStart/ncclGroupEnd: put every rank's call in ONE");
+    if (outcome.returned)
+      FAIL_CHECK("the call returned meanwhile: rank "
+                 << held << "'s part of the collective may still be running. "
+                 << "NCCL's ranks need not finish together; wait for EACH rank's stream (cudaStreamSynchronize), "
+                 << "not only the first one's");
+  }
+}
+
 }  // namespace
 
 // ---- Task 2 ---------------------------------------------------------------------------------
@@ -62,6 +89,65 @@ TEST_CASE("all-reduce waits for every rank's stream before it returns", "[06-ncc
                     "rank's stream (cudaStreamSynchronize)");
     CHECK_FALSE(returned);
   }
+}
+
+TEST_CASE("all-reduce and split_sum wait for every rank's stream after the collective whichever rank ends last",
+          "[06-nccl][task:2][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const std::vector<int> devices = first_devices(count);
+  const Communicators c(devices);
+  const std::size_t n = (std::size_t{1} << 18) + 3;
+  RankBuffers data(devices, n);
+  const auto values = random_per_rank(count, n, 630);
+  for (int k = 0; k < count; ++k) data.fill(k, values[k]);
+  check_waits_after_the_group_call(
+      c, "all_reduce", [&] { all_reduce(c.comms, c.stream_handles, data.const_pointers, data.pointers, n, ncclSum); });
+
+  const std::vector<float> slice_values = course::random_small_integers(n, case_seed(640));
+  double exact = 0;
+  for (const float v : slice_values) exact += v;
+  SplitSumBuffers buffers(devices, slice_values);
+  double got = 0;
+  check_waits_after_the_group_call(c, "split_sum", [&] {
+    buffers.poison_totals();
+    got = split_sum(c.comms, c.stream_handles, buffers.slice_pointers, n, buffers.total_pointers);
+  });
+  CHECK(got == exact);
+}
+
+TEST_CASE(
+    "broadcast reduce all-gather reduce-scatter and the column split wait for every rank's stream after the "
+    "collective",
+    "[06-nccl][task:3][gpus:1][points:1]") {
+  const int count = require_gpus(1);
+  const std::vector<int> devices = first_devices(count);
+  const Communicators c(devices);
+  const std::size_t n = (std::size_t{1} << 16) + 3;  // per rank; the buffers hold count * n
+  const std::size_t whole = static_cast<std::size_t>(count) * n;
+  RankBuffers send(devices, whole), recv(devices, whole);
+  const auto values = random_per_rank(count, whole, 650);
+  for (int k = 0; k < count; ++k) send.fill(k, values[k]);
+  const int root = count - 1;
+  check_waits_after_the_group_call(
+      c, "broadcast", [&] { broadcast(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n, root); });
+  check_waits_after_the_group_call(
+      c, "reduce", [&] { reduce(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n, root); });
+  check_waits_after_the_group_call(
+      c, "all_gather", [&] { all_gather(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n); });
+  check_waits_after_the_group_call(
+      c, "reduce_scatter", [&] { reduce_scatter(c.comms, c.stream_handles, send.const_pointers, recv.pointers, n); });
+
+  // The column split of a rows x cols matrix: rank k's block of A (rows x its columns) is the start
+  // of its send buffer, which holds more than that.
+  const std::size_t rows = 256, cols = 256 * static_cast<std::size_t>(count) + 1;
+  const std::size_t per_rank = rows_per_rank(rows, count);
+  RankBuffers x(devices, cols), partials(devices, count * per_rank), y(devices, per_rank);
+  const auto x_values = random_per_rank(count, cols, 660);
+  for (int k = 0; k < count; ++k) x.fill(k, x_values[k]);
+  check_waits_after_the_group_call(c, "column_split_matvec", [&] {
+    column_split_matvec(c.comms, c.stream_handles, send.const_pointers, x.const_pointers, partials.pointers, y.pointers,
+                        rows, cols);
+  });
 }
 
 TEST_CASE("a collective waits for its ranks' streams and for nothing else", "[06-nccl][task:2][gpus:1][points:1]") {

@@ -4,7 +4,8 @@
 // Lesson 09 tests, task 2: one NCCL communicator over processes that mpirun started. Each graded
 // case runs `mpirun -n N` on this program with a hidden case below, in which every rank calls the
 // student's init_nccl_over_mpi and reports what it got; a rank that never joins is played by the
-// course's code (it takes rank 0's id from the broadcast and then does nothing).
+// course's code (it takes rank 0's id from the broadcast and then does nothing). Rank 0's failure to
+// make the id is played by a stand-in for ncclGetUniqueId that fails, passed to every rank.
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -13,6 +14,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -36,6 +38,8 @@ namespace {
 constexpr const char* kAllReduceRankCase = "rank: join one NCCL communicator over MPI and all-reduce";
 constexpr const char* kMissingRankCase = "rank: join while the last rank never calls init_nccl_over_mpi";
 constexpr std::chrono::milliseconds kMissingRankTimeout{3000};
+constexpr const char* kIdFailureRankCase = "rank: join while rank 0 cannot make the NCCL id";
+constexpr ncclResult_t kIdFailure = ncclSystemError;  // what the stand-in for ncclGetUniqueId returns
 
 }  // namespace
 
@@ -118,8 +122,8 @@ TEST_CASE(kMissingRankCase, "[.][rank]") {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
-    ncclUniqueId id{};
-    MPI_Bcast(id.internal, NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD);
+    IdMessage message;  // the contract's layout of rank 0's broadcast
+    MPI_Bcast(&message, sizeof message, MPI_BYTE, 0, MPI_COMM_WORLD);
     received = true;
     watcher.join();
     report(session, "result", "passed");
@@ -154,5 +158,73 @@ TEST_CASE("when a rank never joins the others give up after the timeout with a m
   REQUIRE(!job.timed_out);
   CHECK(report_value(job.reports[0], "message").find("timed out") != std::string::npos);
   CHECK(report_value(job.reports[0], "result") == "passed");
+  CHECK(job.exit_code == 0);
+}
+
+TEST_CASE(kIdFailureRankCase, "[.][rank]") {
+  const MpiSession session;
+  std::atomic<int> calls{0};
+  const MakeUniqueId fails = [&](ncclUniqueId*) {
+    ++calls;
+    return kIdFailure;
+  };
+  // A rank 0 that ends its call without broadcasting its failure (the old contract, a mistake)
+  // leaves the others in MPI_Bcast for good: a watcher ends such a rank 5 s after rank 0 reported.
+  std::atomic<bool> returned{false};
+  std::thread watcher;
+  if (session.rank() != 0)
+    watcher = std::thread([&] {
+      std::optional<std::chrono::steady_clock::time_point> rank0_done;
+      while (!returned) {
+        if (!rank0_done && !report_value(read_rank_report(0), "result").empty())
+          rank0_done = std::chrono::steady_clock::now();
+        if (rank0_done && std::chrono::steady_clock::now() - *rank0_done > std::chrono::seconds(5) && !returned) {
+          report(session, "result",
+                 "still inside init_nccl_over_mpi 5 s after rank 0's call had ended: rank 0 did not broadcast "
+                 "that it could not make the id (broadcast an IdMessage whatever ncclGetUniqueId returned)");
+          std::_Exit(1);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  std::string message = "init_nccl_over_mpi returned a communicator although rank 0 could not make the id";
+  bool runtime_error = false;
+  try {
+    ncclComm_t comm = init_nccl_over_mpi(MPI_COMM_WORLD, session.device(), std::chrono::seconds(20), fails);
+    (void)ncclCommAbort(comm);
+  } catch (const std::runtime_error& error) {
+    message = error.what();
+    runtime_error = true;
+  } catch (const std::exception& error) {  // all of them: this rank must still reach the barrier below
+    message = std::string("threw another exception than std::runtime_error: ") + error.what();
+  }
+  returned = true;
+  if (watcher.joinable()) watcher.join();
+  const std::string nccl_error = ncclGetErrorString(kIdFailure);
+  std::string result = "passed";
+  if (!runtime_error)
+    result = message;
+  else if (message.find("rank 0") == std::string::npos || message.find(nccl_error) == std::string::npos)
+    result = "the error does not name rank 0 and NCCL's \"" + nccl_error + "\"";
+  else if (calls != (session.rank() == 0 ? 1 : 0))
+    result = "the stand-in for ncclGetUniqueId was called " + std::to_string(calls.load()) + " time(s) on rank " +
+             std::to_string(session.rank()) + " (only rank 0 makes the id, once)";
+  report(session, "message", message);
+  report(session, "result", result);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("when rank 0 cannot make the NCCL id every rank throws an error that says so instead of waiting",
+          "[09-multi-process][task:2][gpus:1][points:2]") {
+  require_gpus(1);
+  // Three processes on one GPU: no rank may reach NCCL's init, so they need only one GPU.
+  const MpiJob job =
+      run_mpi_job(kIdFailureRankCase, 3, {{"CUDA_VISIBLE_DEVICES", first_visible_gpu()}}, std::chrono::seconds(60));
+  INFO(job.describe());
+  REQUIRE(!job.timed_out);
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << report_value(job.reports[r], "message"));
+    CHECK(report_value(job.reports[r], "result") == "passed");
+  }
   CHECK(job.exit_code == 0);
 }

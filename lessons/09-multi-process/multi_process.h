@@ -66,18 +66,35 @@ RankPlacement place_rank(const Environment& environment, int visible_devices);
 
 // ---- Task 2: one NCCL communicator over many processes -----------------------------------------
 
+// What rank 0 broadcasts to every rank of `comm` in task 2: whether it made NCCL's id, and the id.
+// One MPI_Bcast of sizeof(IdMessage) bytes (MPI_BYTE) from rank 0, whatever happened: a rank that
+// learnt of a failure in any other way would need a second message, and a rank waiting for an id
+// that never comes would wait in MPI_Bcast for good. A fixed layout, because the course's tests
+// play a rank with it too.
+struct IdMessage {
+  ncclResult_t made = ncclSuccess;  // what making the id returned on rank 0
+  ncclUniqueId id{};                // the id, when made == ncclSuccess
+};
+
+// How rank 0 makes the id: ncclGetUniqueId, or what a test passes in its place (one that fails).
+using MakeUniqueId = std::function<ncclResult_t(ncclUniqueId* id)>;
+
 // Task 2. This process's member of one NCCL communicator over the processes of `comm` (its rank in
-// NCCL is its rank in `comm`): rank 0 makes the id (ncclGetUniqueId) and broadcasts its bytes over
-// `comm` with MPI_Bcast; every rank then joins on `device` with a NON-BLOCKING init
-// (ncclConfig_t with blocking = 0, ncclCommInitRankConfig) and polls ncclCommGetAsyncError until
-// it is no longer ncclInProgress, against a deadline `timeout` after the broadcast. When the
-// deadline passes, or NCCL reports an error, the communicator is aborted (ncclCommAbort) and the
-// call throws std::runtime_error whose message holds "timed out" (or NCCL's error string), the
-// rank and the job size, and what it waited for. Returns a communicator ready for use, which the
-// caller destroys (destroy_communicator, below). Leaves the caller's current device as it was. Every rank of
-// `comm` calls it (the broadcast is collective). Throws std::invalid_argument, before any MPI, CUDA
-// or NCCL call, for a timeout <= 0.
-ncclComm_t init_nccl_over_mpi(MPI_Comm comm, int device, std::chrono::milliseconds timeout);
+// NCCL is its rank in `comm`): rank 0 makes the id (with `make_id`; ncclGetUniqueId unless a test
+// passes another; no other rank calls it) and broadcasts an IdMessage over `comm` (above); every
+// rank then joins on `device` with a NON-BLOCKING init (ncclConfig_t with blocking = 0,
+// ncclCommInitRankConfig) and polls ncclCommGetAsyncError until it is no longer ncclInProgress,
+// against a deadline `timeout` after the broadcast. When making the id fails, rank 0 still
+// broadcasts (`made` says how it failed) and no rank joins: EVERY rank throws std::runtime_error
+// (course::ApiError is one) whose message names rank 0 and holds NCCL's error string for `made`
+// (ncclGetErrorString), and no rank waits for more than the broadcast. When the deadline passes,
+// or NCCL reports an error, the communicator is aborted (ncclCommAbort) and the call throws std::runtime_error whose
+// message holds "timed out" (or NCCL's error string), the rank and the job size, and what it waited for. Returns a
+// communicator ready for use, which the caller destroys (destroy_communicator, below). Leaves the caller's current
+// device as it was. Every rank of `comm` calls it (the broadcast is collective). Throws std::invalid_argument, before
+// any MPI, CUDA or NCCL call, for a timeout <= 0.
+ncclComm_t init_nccl_over_mpi(MPI_Comm comm, int device, std::chrono::milliseconds timeout,
+                              const MakeUniqueId& make_id = ncclGetUniqueId);
 
 // Given (nccl_calls.cpp): what a caller of a NON-BLOCKING communicator does after each NCCL call,
 // because any call on it (a collective, ncclCommFinalize) may return ncclInProgress and finish in the

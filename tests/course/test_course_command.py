@@ -246,9 +246,56 @@ class Progress(unittest.TestCase):
         done = course("progress")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertRegex(done.stdout, r"01 passing +2 of 2 +5 of 5 +-")
-        self.assertRegex(done.stdout, r"04 two-gpus +1 of 1 +2 of 2 +3 points need 2 GPUs")
+        # Task 1 of lesson 04 has nothing gradable on one GPU: named beside the count, never "passed".
+        self.assertRegex(done.stdout, r"04 two-gpus +1 of 1, 1 not gradable here: need 2 GPUs +2 of 2 +3 points need 2 GPUs")
         self.assertRegex(done.stdout, r"08 broken +0 of 0 +0 of \? +- +does not build")
-        self.assertRegex(done.stdout, r"Total +\d+ of \d+ +\d+ of \d+ +3 points")
+        self.assertRegex(done.stdout, r"Total +\d+ of \d+, 1 not gradable here +\d+ of \d+ +3 points")
+
+    def test_a_task_with_nothing_gradable_here_is_not_counted_as_passed(self):
+        rc, progress = course_json("progress", gpus=0)
+        self.assertEqual(rc, 0)
+        two_gpus = next(lesson for lesson in progress["lessons"] if lesson["number"] == "04")
+        self.assertEqual((two_gpus["tasks_passed"], two_gpus["tasks_gradable"], two_gpus["tasks_ungradable"]),
+                         (0, 0, 2))
+        done = course("progress", gpus=0)
+        self.assertRegex(done.stdout, r"04 two-gpus +0 of 0, 2 not gradable here: need 1 or 2 GPUs +0 of 0 +"
+                                      r"5 points: 2 need 1 GPU, 3 need 2 GPUs")
+
+    def test_the_gpus_that_ungraded_points_need_are_counted_case_by_case(self):
+        # Lesson 04 of the fixture without a GPU: 3 points need 2 GPUs and 2 points need 1.
+        done = course("check", "04", gpus=0)
+        self.assertIn("5 points not gradable on this machine (3 pt need 2 GPUs, 2 pt need 1 GPU; found 0)",
+                      done.stdout)
+        self.assertNotIn("needs 1 or 2 GPUs", done.stdout)
+
+
+class TheGradersStatusCell(unittest.TestCase):
+    """The grader's status of a lesson (its table and CSV cell) counts the GPUs case by case as ./course does."""
+
+    def grade(self, skipped: list[tuple[int, int]], passed: int = 1):
+        sys.path.insert(0, str(ROOT / "tests" / "grader"))
+        try:
+            import catch2_runner as runner
+            import course_layout
+            import scoring
+        finally:
+            sys.path.pop(0)
+        lesson = course_layout.Lesson("07", "07-all-reduce", "all_reduce", ".cu")
+        results = [runner.CaseResult(runner.TestCase(f"passes {n}", [], task=1, gpus=1, points=1), runner.PASSED)
+                   for n in range(passed)]
+        for n, (gpus, points) in enumerate(skipped):
+            results.append(runner.CaseResult(runner.TestCase(f"skips {n}", [], task=2, gpus=gpus, points=points),
+                                             runner.SKIPPED, f"needs {gpus} GPU{'' if gpus == 1 else 's'}, found 0"))
+        return scoring.LessonGrade(lesson, results)
+
+    def test_cases_that_need_different_gpu_counts_are_counted_per_count(self):
+        grade = self.grade([(1, 2), (2, 4)])
+        self.assertEqual(grade.status(), "passed; 6 pt ungraded (4 pt need 2 GPUs, 2 pt need 1 GPU; found 0)")
+        self.assertEqual(self.grade([(1, 2), (2, 4)], passed=0).status(),
+                         "ungraded: 4 pt need 2 GPUs, 2 pt need 1 GPU; found 0")
+
+    def test_cases_that_all_need_the_same_count_keep_the_programs_words(self):
+        self.assertEqual(self.grade([(2, 3), (2, 1)]).status(), "passed; 4 pt ungraded (needs 2 GPUs, found 0)")
 
 
 class Reader(threading.Thread):

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from catch2_runner import CRASHED, FAILED, PASSED, SKIPPED, TIMED_OUT, CaseResult
 from course_layout import Lesson
@@ -83,18 +84,31 @@ class LessonGrade:
             ungraded: needs 2 GPUs, found 0
         """
         skips = [r for r in self.results if r.status == SKIPPED]
-        ungraded = f"{self.ungraded} pt ungraded ({skips[0].summary})" if skips and self.graded_cases else ""
+        ungraded = f"{self.ungraded} pt ungraded ({self.skip_reason()})" if skips and self.graded_cases else ""
         if self.problem:
             head = f"{label(self.problem_status)}: {one_line(self.problem)}"
         elif not self.results:
             head = "no test cases"
         elif not self.graded_cases:
-            return f"{label(SKIPPED)}: {skips[0].summary}"
+            return f"{label(SKIPPED)}: {self.skip_reason()}"
         elif not self.lost_results:
             head = "passed"
         else:
             head = f"{self.lost_counts()}: {self._first_lost()}"
         return head + (f"; {ungraded}" if ungraded else "")
+
+    def skip_reason(self) -> str:
+        """Why the skipped cases are ungraded: the first one's message ('needs 2 GPUs, found 1'), or, where
+        they need different GPU counts, the points per count ('4 pt need 2 GPUs, 2 pt need 1 GPU; found 1')."""
+        skips = [r for r in self.results if r.status == SKIPPED]
+        by_gpus: dict[int, int] = {}
+        for r in skips:
+            if r.gpu_skip:
+                by_gpus[r.case.gpus] = by_gpus.get(r.case.gpus, 0) + r.case.points
+        if len(by_gpus) < 2:
+            return skips[0].summary if skips else ""
+        found = next((m.group(1) for r in skips if (m := _FOUND.search(r.message))), None)
+        return gpu_needs(by_gpus, None if found is None else int(found))
 
     def lost_counts(self) -> str:
         """'failed 2 of 5 cases', or 'lost 3 of 5 cases (2 failed and 1 crashed)' when they differ."""
@@ -174,6 +188,17 @@ def label(status: str) -> str:
     return {PASSED: "passed", FAILED: "failed", SKIPPED: "ungraded", CRASHED: "crashed",
             TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing", REJECTED: "refused",
             INVALID: "invalid results"}.get(status, status)
+
+
+_FOUND = re.compile(r"\bfound (\d+)\b")  # "needs 2 GPUs, found 1"
+
+
+def gpu_needs(points_by_gpus: dict[int, int], found: int | None) -> str:
+    """The GPUs that ungraded cases need, counted case by case: '3 pt need 2 GPUs, 2 pt need 1 GPU; found 0'
+    (most GPUs first; '; found N' where the machine's count is known)."""
+    parts = [f"{pts} pt need{'s' if pts == 1 else ''} {gpus} GPU{'' if gpus == 1 else 's'}"
+             for gpus, pts in sorted(points_by_gpus.items(), reverse=True)]
+    return ", ".join(parts) + ("" if found is None else f"; found {found}")
 
 
 def ungraded_note(possible: int, ungraded: int) -> str:

@@ -741,7 +741,7 @@ class DefaultGradeTests(unittest.TestCase):
             "01-passing": "passed",
             "02-assertion": "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
             "03-starter": "failed 2 of 2 cases: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
-            "04-two-gpus": "ungraded: needs 2 GPUs, found 0",
+            "04-two-gpus": "ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0",  # counted case by case
             "05-crash": "crashed 1 of 2 cases: SIGSEGV",
             "06-hang": f"timed out 1 of 1 case: no result after {CASE_TIMEOUT} s",
             "07-watchdog": "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
@@ -1017,7 +1017,7 @@ class BatchTests(unittest.TestCase):
             ("bob", "01-passing"): "passed",
             ("bob", "02-assertion"): "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
             ("bob", "03-starter"): "missing: no file starter.cpp in the submission",
-            ("bob", "04-two-gpus"): "ungraded: needs 2 GPUs, found 0",
+            ("bob", "04-two-gpus"): "ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0",
             ("bob", "05-crash"): "crashed 1 of 2 cases: SIGSEGV (signal 11)",
             ("bob", "07-watchdog"): "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
         }
