@@ -311,6 +311,7 @@ class RunCasesTests(unittest.TestCase):
         results = runner.run_cases(program, cases, timeout, retry_alone=runner.worth_running_alone,
                                    env=dict(os.environ, FAKE_CASES=spec), watchdog_caps=caps, timings=timings)
         self.messages = {result.case.name: result.message for result in results}
+        self.findings = {result.case.name: result.findings for result in results}
         return {result.case.name: result.status for result in results}, timings
 
     @staticmethod
@@ -354,6 +355,12 @@ class RunCasesTests(unittest.TestCase):
         runs = self.runs_of(timings)
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
                                 ("alone", "d", "timed_out")])
+
+    def test_the_finding_of_a_shared_run_that_hung_names_the_case_that_hung(self):
+        self.run_fake("a:pass,b:hang,c:pass")
+        shared = {name: [f for f in found if "the run of all cases together" in f] for name, found in self.findings.items()}
+        self.assertEqual(shared["a"], [])  # the first case of the run did not hang
+        self.assertTrue(shared["b"], self.findings)
 
     def test_processes_of_a_stopped_run_are_not_left_behind_and_its_results_stand(self):
         statuses, timings = self.run_fake("a:pass,b:hang-with-helper,c:pass")
