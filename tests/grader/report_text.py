@@ -58,7 +58,7 @@ def _table(grade: Grade) -> list[str]:
             points = f"{lesson.earned}/{lesson.possible}"
         else:
             counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
-        status = clip(lesson.status(), STATUS_WIDTH)
+        status = lesson.status(STATUS_WIDTH)
         findings = short_findings(lesson.findings)
         rows.append([lesson.lesson.slug, points] + counts +
                     [str(lesson.ungraded), status + (f"  |  {findings}" if findings else "")])

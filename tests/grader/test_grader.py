@@ -438,12 +438,12 @@ class StatusUnitTests(unittest.TestCase):
     def test_every_way_to_lose_points_is_named(self):
         cases = {
             "passed": lesson_grade("01", ("passed", 2, "", 0), ("passed", 3, "", 0)),
-            "failed 1 of 2 cases: REQUIRE( f() == 2 ); with expansion: 1 == 2":
+            "failed 1 of 2 cases: \"case 1\": REQUIRE( f() == 2 ); with expansion: 1 == 2":
                 lesson_grade("01", ("passed", 2, "", 0), ("failed", 3, "REQUIRE( f() == 2 )\nwith expansion: 1 == 2", 0)),
-            "crashed 1 of 1 case: SIGSEGV (signal 11)": lesson_grade("01", ("crashed", 2, "SIGSEGV (signal 11)", 0)),
-            "timed out 1 of 2 cases: no result after 3 s":
+            "crashed 1 of 1 case: \"case 0\": SIGSEGV (signal 11)": lesson_grade("01", ("crashed", 2, "SIGSEGV (signal 11)", 0)),
+            "timed out 1 of 2 cases: \"case 0\": no result after 3 s":
                 lesson_grade("01", ("timed_out", 2, "no result after 3 s", 0), ("passed", 1, "", 0)),
-            "lost 3 of 4 cases (2 failed and 1 crashed): failed: boom":
+            "lost 3 of 4 cases (2 failed and 1 crashed): \"case 0\": failed: boom":
                 lesson_grade("01", ("failed", 1, "boom", 0), ("crashed", 1, "SIGABRT", 0), ("failed", 1, "bang", 0),
                              ("passed", 1, "", 0)),
             "missing: no file x.cpp in the submission":
@@ -467,6 +467,34 @@ class StatusUnitTests(unittest.TestCase):
         self.assertLessEqual({"passed", "failed 1 of 2 cases", "missing", "does not build", "refused",
                               "crashed 1 of 1 case", "invalid results", "ungraded"}, shorts)
 
+    def test_a_cut_status_keeps_its_ungraded_points(self):
+        long = lesson_grade("01", ("failed", 2, "REQUIRE( x == y ) " * 30, 0), self.gpus)
+        cell = long.status(report_csv.STATUS_WIDTH)
+        self.assertLessEqual(len(cell), report_csv.STATUS_WIDTH)
+        self.assertTrue(cell.endswith("; 5 pt ungraded (needs 2 GPUs, found 0)"), cell)
+        grade = a_grade(long)
+        row = report_csv.row("alice", [long.lesson], grade, "")
+        self.assertTrue(row[2].endswith("; 5 pt ungraded (needs 2 GPUs, found 0)"), row[2])
+
+    def test_ungraded_cases_are_counted_per_gpu_count(self):
+        mixed = lesson_grade("01", ("skipped", 1, "needs 1 GPU, found 0", 1), ("skipped", 1, "needs 1 GPU, found 0", 1),
+                             ("skipped", 2, "needs 2 GPUs, found 0", 2))
+        self.assertEqual(mixed.status(), "ungraded: 2 cases need 1 GPU, 1 needs 2 GPUs, found 0")
+        mixed.results.append(runner.CaseResult(runner.TestCase(name="host", tags=[], points=1), "passed", ""))
+        self.assertEqual(mixed.status(), "passed; 4 pt ungraded (2 cases need 1 GPU, 1 needs 2 GPUs, found 0)")
+
+    def test_the_status_names_the_students_failing_case_before_a_machine_error(self):
+        grade = lesson_grade("01", ("failed", 1, "CUDA error: cudaErrorInsufficientDriver: CUDA driver version is "
+                                                 "insufficient", 0), ("failed", 2, "REQUIRE( sum == 10 ) with expansion: 9 == 10", 0))
+        self.assertEqual(grade.status(), 'failed 2 of 2 cases: "case 1": REQUIRE( sum == 10 ) with expansion: 9 == 10')
+
+    def test_with_require_gpus_the_note_does_not_advise_it(self):
+        grade = a_grade(lesson_grade("01", ("passed", 2, "", 0), self.gpus))
+        self.assertIn("--require-gpus makes that an error", grade.ungraded_note())
+        grade.gpus_required = True
+        self.assertNotIn("makes that an error", grade.ungraded_note())
+        self.assertIn("(an error: --require-gpus)", grade.ungraded_note())
+
     def test_the_csv_row_has_a_reason_beside_every_lost_point(self):
         passed = lesson_grade("01", ("passed", 2, "", 0), self.gpus)
         failed = lesson_grade("02", ("failed", 2, "REQUIRE( a == b ), with commas", 0), ("passed", 1, "", 0))
@@ -478,7 +506,7 @@ class StatusUnitTests(unittest.TestCase):
                                   "total", "possible", "ungraded", "graded here", "findings", "problem"])
         row = dict(zip(header, report_csv.row("alice", lessons, grade, "")))
         self.assertEqual((row["01-x"], row["01-x status"]), (2, "passed; 5 pt ungraded (needs 2 GPUs, found 0)"))
-        self.assertEqual((row["02-x"], row["02-x status"]), (1, "failed 1 of 2 cases: REQUIRE( a == b ), with commas"))
+        self.assertEqual((row["02-x"], row["02-x status"]), (1, 'failed 1 of 2 cases: "case 0": REQUIRE( a == b ), with commas'))
         self.assertEqual((row["03-x"], row["03-x status"]), (0, "missing: no file x.cpp"))
         self.assertEqual((row["total"], row["possible"], row["ungraded"]), (3, 9, 5))
         self.assertEqual(row["graded here"], "graded 9 of 14 points here; 5 points need more GPUs than this machine has "
@@ -641,12 +669,12 @@ class DefaultGradeTests(unittest.TestCase):
         report = DEFAULT["report"]
         expected = {
             "01-passing": "passed",
-            "02-assertion": "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
-            "03-starter": "failed 2 of 2 cases: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
+            "02-assertion": "failed 1 of 2 cases: \"multiplies, with commas [and brackets]\": REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            "03-starter": "failed 2 of 2 cases: \"squares a number\": NOT_IMPLEMENTED: task 1 in square() at lessons/03-",
             "04-two-gpus": "ungraded: needs 2 GPUs, found 0",
-            "05-crash": "crashed 1 of 2 cases: SIGSEGV",
-            "06-hang": f"timed out 1 of 1 case: no result after {CASE_TIMEOUT} s",
-            "07-watchdog": "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
+            "05-crash": "crashed 1 of 2 cases: \"divides by zero gives zero\": SIGSEGV",
+            "06-hang": f"timed out 1 of 1 case: \"answers without hanging\": no result after {CASE_TIMEOUT} s",
+            "07-watchdog": "timed out 1 of 1 case: \"joins every rank\": WATCHDOG: join_all(2) did not finish within 1 s",
             "08-broken": "does not build: lessons/08-broken/broken.cpp:4",
         }
         for slug, status in expected.items():
@@ -905,11 +933,11 @@ class BatchTests(unittest.TestCase):
             ("alice", "05-crash"): "missing: no file crash.cpp in the submission",
             ("alice", "04-two-gpus"): "missing: no file two_gpus.cpp in the submission",
             ("bob", "01-passing"): "passed",
-            ("bob", "02-assertion"): "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            ("bob", "02-assertion"): "failed 1 of 2 cases: \"multiplies, with commas [and brackets]\": REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
             ("bob", "03-starter"): "missing: no file starter.cpp in the submission",
             ("bob", "04-two-gpus"): "ungraded: needs 2 GPUs, found 0",
-            ("bob", "05-crash"): "crashed 1 of 2 cases: SIGSEGV (signal 11)",
-            ("bob", "07-watchdog"): "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
+            ("bob", "05-crash"): "crashed 1 of 2 cases: \"divides by zero gives zero\": SIGSEGV (signal 11)",
+            ("bob", "07-watchdog"): "timed out 1 of 1 case: \"joins every rank\": WATCHDOG: join_all(2) did not finish within 1 s",
         }
         for (student, slug), status in statuses.items():
             cell = self.rows[student][slug + " status"]
