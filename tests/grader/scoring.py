@@ -46,6 +46,7 @@ class LessonGrade:
     problem_status: str = ""  # BUILD_FAILED, MISSING, REJECTED or INVALID when `problem` is set
     log: str = ""  # build log and per-case output, for the logs folder
     findings: list[str] = dataclasses.field(default_factory=list)  # what a person should look at
+    graded_file: str = ""  # the submission's file that was graded ("v2/x.cu (812 bytes)"), when one was
 
     @property
     def cases_known(self) -> bool:

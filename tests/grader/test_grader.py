@@ -716,7 +716,7 @@ class DefaultGradeTests(unittest.TestCase):
         self.assertEqual(score("02.1"), (0, 2, "failed"))
         self.assertIn("with message: inputs 2 and 3", tests["02.1"]["output"])
         self.assertIn("(ungraded)", tests["04.1"]["name"])
-        self.assertEqual((tests["04.1"]["max_score"], "status" in tests["04.1"]), (0, False))
+        self.assertEqual((tests["04.1"]["max_score"], tests["04.1"]["status"]), (0, "failed"))  # 0/0 reads as passed
         self.assertIn("needs 2 GPUs, found 0", tests["04.1"]["output"])
         self.assertEqual(tests["05.1"]["status"], "passed")  # the crash of 05.2 does not cost 05.1
         self.assertIn("CRASHED", tests["05.2"]["output"])
