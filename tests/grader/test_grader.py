@@ -1218,7 +1218,7 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual(slurm_jobs.gpus_needed(course, ["03-c"]), 0)
 
     def test_the_array_script_grades_each_tasks_students_as_a_batch(self):
-        plan = slurm_plan(self.tmp / "run", [["alice", "bob o'neil"], ["carol"]])
+        plan = slurm_plan(self.tmp / "run", [["alice", "bob o'neil", "-dash"], ["carol"]])
         paths = slurm_jobs.write_run(plan, slurm_jobs.Resources(time="20", gpus_per_task=1))
         self.assertEqual([p.name for p in paths], ["prepare.sbatch", "grade.sbatch", "merge.sbatch"])
         array, prepare, merge = (plan.run / name for name in ("grade.sbatch", "prepare.sbatch", "merge.sbatch"))
@@ -1250,7 +1250,9 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual(done.returncode, 3, done.stderr)  # grade.py's exit status is the task's
         argv = (self.tmp / "argv").read_text().splitlines()
         self.assertEqual(argv[argv.index("--batch") + 1], "/class room")
-        self.assertEqual([argv[i + 1] for i, a in enumerate(argv) if a == "--student"], ["alice", "bob o'neil"])
+        students = [a[len("--student="):] for a in argv if a.startswith("--student=")]
+        self.assertEqual(students, ["alice", "bob o'neil", "-dash"])  # a name that starts with '-' too
+        self.assertEqual(grade.parse_args(["--batch", "x"] + [f"--student={s}" for s in students]).student, students)
         self.assertEqual(argv[argv.index("--out") + 1], str(plan.task_folder(0)))
         self.assertEqual(argv[argv.index("--prepared-build") + 1], str(plan.build))
         self.assertEqual(argv[argv.index("--build-dir") + 1], str(self.tmp / "course-grade-41-0"))
@@ -1378,6 +1380,23 @@ class SlurmMergeTests(unittest.TestCase):
         self.assertFalse((self.plan.run / "grade" / "carol").exists())
         self.assertIn("0,12_0,done (exit status 0),node7,2", (self.plan.run / "grade" / "tasks.csv").read_text())
 
+    def test_require_gpus_failures_reach_the_merge(self):
+        self.plan.require_gpus = True
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        shutil.rmtree(self.plan.task_folder(0))
+        self.task(0, started=True, done=3, csv=SLURM_CSV_HEADER + "alice,5,passed; 5 pt ungraded (needs 2 GPUs, found 0),"
+                  "5,5,5,graded 5 of 10 points here,,\r\n", students=("alice",))
+        self.plan.tasks[0] = ["alice"]
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        states, missing = self.merge()
+        self.assertTrue(states[0].complete and states[0].short_of_gpus)
+        self.assertTrue(missing[0].startswith("alice: Slurm job 12_0 (task 0): done (exit status 3), cases skipped for "
+                                              "missing GPUs on node7 (2 GPUs)"), missing[0])
+        self.plan.tasks = [["alice"]]  # every task done, alice's short of GPUs: the merge exits 3
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        self.assertEqual(grade.main(["--merge", str(self.plan.run)]), grade.EXIT_GPUS)
+        self.assertIn("alice", (self.plan.run / "grade" / "missing.txt").read_text())
+
     def test_merging_twice_writes_the_same_files(self):
         def snapshot():
             return {str(p.relative_to(self.plan.run)): p.read_bytes()
@@ -1428,6 +1447,10 @@ class SlurmSubmitTests(unittest.TestCase):
         warned = run_grader(*common, env=env)  # without --submit: a warning
         self.assertEqual(warned.returncode, 0, warned.stderr)
         self.assertIn("warning: the array asks for --gpus-per-task=2", warned.stderr)
+        planned = run_grader(*common, "--gpus-per-task", "0", env=env)
+        submit = next(line for line in planned.stdout.splitlines() if line.startswith("Submit with:"))
+        for option in ("--lessons 01,04", "--gpus-per-task 0", "--submit", "--timeout " + CASE_TIMEOUT):
+            self.assertIn(option, submit)  # every option given, not only --batch and --out
         accepted = run_grader(*common, "--gpus-per-task", "0", "--submit", env=env)
         self.assertEqual(accepted.returncode, 0, accepted.stderr)
         self.assertEqual((tmp / "sbatch-calls").read_text().count("called"), 3)  # build, array, merge
