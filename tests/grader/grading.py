@@ -195,7 +195,7 @@ class Grader:
         for lesson in self.settings.lessons:
             if files[lesson] is None and lesson.slug in self._ambiguous:
                 grade = self._unusable(lesson, AMBIGUOUS, self._ambiguous[lesson.slug])
-                grade.findings.append(self._ambiguous[lesson.slug])
+                grade.findings.append(f"ambiguous: {self._ambiguous[lesson.slug]}")
             elif files[lesson] is None:
                 grade = self._unusable(lesson, MISSING, missing_message(submission, lesson))
             elif refused.get(lesson.slug):

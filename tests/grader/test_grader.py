@@ -974,6 +974,84 @@ class BatchTests(unittest.TestCase):
         self.assertEqual(tests["03.1"]["max_score"], 2)
 
 
+@needs_tools
+class ClassTests(unittest.TestCase):
+    """An instructor's class: ambiguous and renamed files, a regrade of one student, the roster's
+    LMS files and the class page (lessons 01 and 02 only)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.batch = batch = TMP / "class-week"
+        for name in ("alice", "-dash"):
+            shutil.copytree(FIXTURE / "solutions", batch / name / "lessons", ignore=shutil.ignore_patterns("0[3-8]*"))
+        for version, source in (("v1", FIXTURE / "lessons"), ("v2", FIXTURE / "solutions")):  # the starter, the solution
+            (batch / "bob" / version).mkdir(parents=True)
+            shutil.copy(source / "01-passing/passing.cpp", batch / "bob" / version)
+        (batch / "carol").mkdir()
+        shutil.copy(FIXTURE / "solutions/01-passing/passing.cpp", batch / "carol" / "passing-1.cpp")
+        shutil.copy(FIXTURE / "lessons/02-assertion/assertion.cpp", batch / "carol")
+        cls.roster = TMP / "roster.csv"
+        cls.roster.write_text("student,SIS User ID\nalice,1001\nbob,1002\ncarol,1003\n-dash,1004\nzoe,1009\n")
+        cls.out = TMP / "class-week-out"
+        cls.common = ("--batch", str(batch), "--build-dir", str(TMP / "class-week-build"), "--lessons", "01,02")
+        cls.done = run_grader(*cls.common, "--out", str(cls.out), "--roster", str(cls.roster))
+        cls.first_csv = (cls.out / "grades.csv").read_text()
+
+    def rows(self):
+        with (self.out / "grades.csv").open() as table:
+            return {row["student"]: row for row in csv.DictReader(table)}
+
+    def test_ambiguous_copies_are_reported_not_graded(self):
+        self.assertEqual(self.done.returncode, 0, self.done.stderr)
+        bob = self.rows()["bob"]
+        self.assertTrue(bob["01-passing status"].startswith("ambiguous: 2 files passing.cpp at the same depth "
+                                                            "(v1/passing.cpp, v2/passing.cpp)"), bob)
+        self.assertIn("ambiguous", bob["findings"])
+
+    def test_a_renamed_file_is_named_with_what_the_folder_held(self):
+        carol = (self.out / "carol" / "report.txt").read_text()
+        self.assertIn("it has passing-1.cpp: renamed on upload?", self.rows()["carol"]["01-passing status"])
+        self.assertIn("the submission holds: assertion.cpp, passing-1.cpp", carol)
+
+    def test_the_report_says_which_file_was_graded(self):
+        report = (self.out / "carol" / "report.txt").read_text()
+        self.assertIn("Files graded (in the submission):\n  02-assertion: assertion.cpp (", report)
+
+    def test_a_folder_named_with_a_dash_is_graded(self):
+        self.assertEqual(self.rows()["-dash"]["total"], "8")
+
+    def test_the_lms_files_and_the_class_page(self):
+        total = (self.out / "lms" / "total.csv").read_text().splitlines()
+        self.assertEqual(total[0], "SIS User ID,total")
+        self.assertEqual(sorted(total[1:]), ["1001,8", "1002,0", "1003,1", "1004,8"])
+        self.assertEqual((self.out / "lms" / "01-passing.csv").read_text().splitlines()[0], "SIS User ID,01-passing")
+        self.assertIn("zoe (id 1009): in the roster, no submission", self.done.stderr)
+        page = (self.out / "class.html").read_text()
+        for needed in ('<a href="alice/report.txt">alice</a>', '<a href="-dash/report.txt">-dash</a>', "<svg",
+                       'id="01-passing"', "multiplies, with commas [and brackets]"):
+            self.assertIn(needed, page)
+        for forbidden in ("<script", "http://", "https://"):
+            self.assertNotIn(forbidden, page.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+        lines = self.done.stdout.splitlines()
+        glance = lines.index(next(line for line in lines if line.startswith("Class at a glance (4 students")))
+        self.assertEqual(lines[glance + 1].split(), ["01-passing", "full", "2", "partial", "0", "zero", "1", "missing", "1"])
+        self.assertIn('lost by 1: "multiplies, with commas [and brackets]" (2 pt): REQUIRE', "\n".join(lines))
+
+    def test_regrading_one_student_keeps_the_others(self):
+        regrade = run_grader(*self.common, "--out", str(self.out), "--student", "carol", "-q")
+        self.assertEqual(regrade.returncode, 0, regrade.stderr)
+        self.assertIn("(1 rows graded now, 3 kept from before)", regrade.stdout)
+        self.assertEqual((self.out / "grades.csv").read_text(), self.first_csv)  # the same grades, every row
+
+    def test_class_reports_stay_out_of_the_course(self):
+        inside = run_grader(*self.common, "--csv", str(COURSE / "grades.csv"))
+        self.assertEqual(inside.returncode, 2)
+        self.assertIn("lies inside the course", inside.stderr)
+        self.assertNotEqual(grade.make_settings(grade.parse_args(["--course", str(COURSE), "--batch", str(self.batch)])).out,
+                            grade.make_settings(grade.parse_args(["--course", str(COURSE), "--submission",
+                                                                  str(self.batch / "alice")])).out)
+
+
 class HidingSandbox(Sandbox):
     """A sandbox in which the GPU probe finds no GPU (as bwrap would without /dev/nvidia-uvm)."""
 
