@@ -1052,6 +1052,26 @@ class ClassTests(unittest.TestCase):
                                                                   str(self.batch / "alice")])).out)
 
 
+class GradescopePackageTests(unittest.TestCase):
+    def test_the_package_has_what_gradescope_runs_and_says_it_has_no_gpu(self):
+        import zipfile
+        output = Path(tempfile.mkdtemp(prefix="gradescope-", dir=TMP)) / "autograder.zip"
+        done = subprocess.run([sys.executable, str(HERE / "gradescope_package.py"), "--output", str(output),
+                               "--lessons", "01,02"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("a student whose code is perfect gets 8 of 49 points", done.stderr)
+        with zipfile.ZipFile(output) as package:
+            names = set(package.namelist())
+            run = package.read("run_autograder").decode()
+            self.assertEqual(package.getinfo("run_autograder").external_attr >> 16 & 0o111, 0o111)
+            self.assertIn("8 of 49", package.read("README.txt").decode())
+        self.assertLessEqual({"setup.sh", "run_autograder", "course/tests/grader/grade.py"}, names)
+        self.assertFalse(any(name.startswith("course/solutions/") for name in names))
+        self.assertIn("--submission /autograder/submission", run)
+        self.assertIn("--lessons 01,02", run)
+        self.assertIn("/autograder/results/results.json", run)
+
+
 class HidingSandbox(Sandbox):
     """A sandbox in which the GPU probe finds no GPU (as bwrap would without /dev/nvidia-uvm)."""
 
