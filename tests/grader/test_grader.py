@@ -561,6 +561,12 @@ class QuickStartTests(unittest.TestCase):
         for lesson in layout.discover_lessons(course):
             self.assertIn(f"| {lesson.slug} | `{lesson.student_filename}` |", found.group(1))
 
+    def test_the_readme_keeps_class_data_out_of_the_course_and_reads_csvs_right(self):
+        readme = (HERE / "README.md").read_text()
+        self.assertNotRegex(readme, r"column -s, -t <")  # it splits the quoted commas of status cells
+        for command in re.findall(r"grade\.py --batch [^\n]*", readme):
+            self.assertNotRegex(command, r"--csv [\w.-]+\.csv|--batch class\b", command)  # relative: inside the course
+
     def test_list_lessons_prints_the_table_of_any_course(self):
         done = subprocess.run([sys.executable, str(GRADE), "--course", str(FIXTURE), "--list-lessons"],
                               capture_output=True, text=True, timeout=60)
