@@ -12,8 +12,10 @@
 
 Left out: solutions/, tests/wrong/, tests/course/ (the course checks and this script),
 tests/grader/fixture/ and tests/grader/test_*.py (the grader's own tests), .ci/, and what
-git ignores (build folders). With git, the files are the working tree's tracked and
-untracked-but-not-ignored ones; without it, every file but build*/, .git and caches.
+git ignores (build folders). With git, the files are the ones git tracks (as the working tree
+has them): anything else in the folder (a class's submissions, a grades CSV, a file not yet
+added) is not part of the course, is left out, and is named on stderr; without git, every file
+but build*/, .git and caches.
 Added: .course/starters/NN-name/<file>, a copy of each lesson's starter as the edition has it,
 from which `./course reset NN` puts a student's starter back (the edition is no git checkout).
 
@@ -112,8 +114,8 @@ def course_files(course: Path) -> list[str]:
     except OSError:
         in_git = False
     if in_git:
-        listed = subprocess.run(["git", "-C", str(course), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], capture_output=True, check=True).stdout
+        listed = subprocess.run(["git", "-C", str(course), "ls-files", "-z", "--cached"],
+                                capture_output=True, check=True).stdout
         names = {name for name in listed.decode().split("\0") if name}
         files = [name for name in names if (course / name).is_file() or (course / name).is_symlink()]
     else:
@@ -123,6 +125,19 @@ def course_files(course: Path) -> list[str]:
             dirs[:] = [d for d in dirs if not left_out((here / d).as_posix())]
             files += [(here / name).as_posix() for name in names]
     return sorted(f for f in files if not left_out(f))
+
+
+def untracked_files(course: Path) -> list[str]:
+    """The files of a git checkout's folder that git neither tracks nor ignores: not part of the
+    course (a class graded inside it, a CSV of grades, a new file not yet added). [] without git."""
+    try:
+        listed = subprocess.run(["git", "-C", str(course), "ls-files", "-z", "--others", "--exclude-standard"],
+                                capture_output=True, check=False)
+    except OSError:
+        return []
+    if listed.returncode != 0:
+        return []
+    return sorted(name for name in listed.stdout.decode().split("\0") if name and not left_out(name))
 
 
 # ----------------------------------------------------------------------------- what changes
@@ -416,6 +431,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for warning in warnings:
         print(f"make_student_edition.py: {'error' if args.strict else 'warning'}: {warning}", file=sys.stderr)
+    untracked = untracked_files(course)
+    if untracked:
+        shown = ", ".join(untracked[:10]) + (f" (and {len(untracked) - 10} more)" if len(untracked) > 10 else "")
+        print(f"make_student_edition.py: left out {len(untracked)} file(s) that git does not track (not part of the "
+              f"course: a class, grades, a file not yet added): {shown}", file=sys.stderr)
     if warnings and args.strict:
         return 1
     if args.output:

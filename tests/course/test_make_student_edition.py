@@ -163,6 +163,19 @@ class TheExporterRefuses(unittest.TestCase):
         self.assertFalse((self.out / "solutions").exists())
         self.assertTrue((self.out / "tests" / "grader" / "grade.py").is_file())
 
+    def test_class_data_in_a_git_checkout_is_left_out_and_named(self):
+        git = ["git", "-C", str(self.course), "-c", "user.name=t", "-c", "user.email=t@t"]
+        for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
+            subprocess.run(git + step, check=True, capture_output=True)
+        (self.course / "class" / "alice").mkdir(parents=True)
+        (self.course / "class" / "alice" / "notes.cpp").write_text("// alice's full-marks file\n")
+        (self.course / "grades-week2.csv").write_text("student,total\nalice,49\n")
+        done = export(self.course, "--output", self.out, "--strict")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertFalse((self.out / "class").exists() or (self.out / "grades-week2.csv").exists())
+        self.assertIn("left out 2 file(s) that git does not track", done.stderr)
+        self.assertIn("class/alice/notes.cpp, grades-week2.csv", done.stderr)
+
     def test_an_unclosed_instructor_only_block_is_refused_with_its_place(self):
         lesson = sorted(p for p in (self.course / "lessons").iterdir() if p.is_dir())[0]
         readme = lesson / "README.md"

@@ -360,7 +360,7 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
         return []
     limits = {case.name: (case_timeouts or {}).get(case.name, timeout) for case in cases}
     results: dict[str, CaseResult] = {}
-    shared_findings: list[str] = []
+    shared_findings: dict[str, str | None] = {}  # {finding: the case its run stopped at (None: ran to its end)}
     pending = list(cases)
     every_case = True  # the first run selects no case by name: the program runs all its visible cases
 
@@ -383,7 +383,9 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
         every_case = False
         records = read_records(outcome, [case.name for case in pending])
         _time_run(outcome, pending, records, timings)
-        shared_findings += findings_of(outcome)
+        stuck = next((case.name for case in pending if case.name not in records), None)
+        for finding in findings_of(outcome):
+            shared_findings.setdefault(finding, stuck)
         complete = len(records) == len(pending)
         if complete and not outcome.timed_out and not outcome.output_exceeded and not outcome.left_behind \
                 and outcome.exit_code == expected_exit_code(list(records.values())):
@@ -411,10 +413,11 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
             stop = 1
         pending = pending[stop:]
     ordered = [results[case.name] for case in cases]
-    # What a person should read about the shared runs stays, whatever the cases' own runs said.
-    shared = [f"{finding} (the run of all cases together)" for finding in dict.fromkeys(shared_findings)]
-    if shared:
-        ordered[0].findings = shared + ordered[0].findings
+    # What a person should read about the shared runs stays, whatever the cases' own runs said: on
+    # the case the run stopped at (the one that hung), else on the first.
+    for finding, stuck in reversed(shared_findings.items()):
+        result = results.get(stuck) or ordered[0]
+        result.findings.insert(0, f"{finding} (the run of all cases together)")
     return ordered
 
 

@@ -123,16 +123,46 @@ def select_lessons(lessons: list[Lesson], spec: str | None) -> list[Lesson]:
 
 def find_student_file(submission: Path, lesson: Lesson) -> Path | None:
     """The lesson's file in a submission: `lessons/NN-slug/<file>`, `NN-slug/<file>`, or
-    `<file>` anywhere in it (a flat upload; the shallowest wins). None when absent."""
+    `<file>` anywhere in it (a flat upload; the shallowest wins). None when absent, and when
+    two copies lie at the same depth (`ambiguous_copies` names them: the grader grades neither)."""
+    found = student_file_candidates(submission, lesson)
+    return found[0] if len(found) == 1 else None
+
+
+def student_file_candidates(submission: Path, lesson: Lesson) -> list[Path]:
+    """[the lesson's file] by find_student_file's rule; several when the shallowest copies of
+    `<file>` lie at the same depth (v1/x.cu and v2/x.cu: which one the student meant is theirs
+    to say); [] when there is none."""
     for candidate in (submission / lesson.student_path, submission / lesson.slug / lesson.student_filename):
         if _regular_file(candidate):
-            return candidate
+            return [candidate]
     found = [Path(root) / lesson.student_filename
              for root, dirs, files in os.walk(submission)
              if lesson.student_filename in files and not _skipped_dir(Path(root), submission)
              and _regular_file(Path(root) / lesson.student_filename)]
-    found.sort(key=lambda path: (len(path.relative_to(submission).parts), str(path)))
-    return found[0] if found else None
+    if not found:
+        return []
+    depth = min(len(path.relative_to(submission).parts) for path in found)
+    return sorted(path for path in found if len(path.relative_to(submission).parts) == depth)
+
+
+def renamed_copies(submission: Path, lesson: Lesson) -> list[Path]:
+    """Files that look like the lesson's file renamed on upload (an LMS adds '-1' or ' (1)' to a
+    name it has seen: device_enumeration-1.cpp), for the report of a missing file."""
+    stem, extension = Path(lesson.student_filename).stem, lesson.extension
+    pattern = re.compile(rf"{re.escape(stem)}(?:[-_ ]?\(?\d+\)?|[-_ ]copy|[-_ ]v\d+)?{re.escape(extension)}", re.I)
+    return sorted(Path(root) / name for root, dirs, files in os.walk(submission) for name in files
+                  if pattern.fullmatch(name) and name != lesson.student_filename
+                  and not _skipped_dir(Path(root), submission))
+
+
+def folder_listing(submission: Path, limit: int = 12) -> str:
+    """What a submission holds, for a report: 'a.cpp, notes/b.txt (and 3 more)', or 'nothing'."""
+    files = sorted(str(Path(root, name).relative_to(submission)) for root, dirs, names in os.walk(submission)
+                   for name in names if not _skipped_dir(Path(root), submission))
+    if not files:
+        return "nothing"
+    return ", ".join(files[:limit]) + (f" (and {len(files) - limit} more)" if len(files) > limit else "")
 
 
 def _regular_file(path: Path) -> bool:

@@ -15,15 +15,18 @@ that did not pass again alone), and report points as a table, Gradescope results
 
 Exit status: 0 grading completed (whatever the score), 1 internal error (the grader, Meson or
 the course itself failed), 2 usage error, 3 --require-gpus and some case was skipped for
-missing GPUs, 4 (--merge) some submissions were not graded. See tests/grader/README.md.
+missing GPUs (--merge: in some task), 4 (--merge) some submissions were not graded. See
+tests/grader/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -33,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import class_report  # noqa: E402
 import course_layout as layout  # noqa: E402
 import machine  # noqa: E402
 import meson_build  # noqa: E402
@@ -81,11 +85,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     what.add_argument("--merge", type=Path, metavar="RUN",
                       help="gather the results of a Slurm run folder (written by --batch --slurm) into RUN/grade/")
     parser.add_argument("--student", action="append", default=[], metavar="NAME",
-                        help="with --batch: grade only this subfolder (may be repeated)")
+                        help="with --batch: grade only this subfolder (may be repeated; a name that starts with "
+                             "'-' as --student=-name); its rows of an existing class CSV are replaced, the "
+                             "others kept")
+    parser.add_argument("--roster", type=Path, metavar="FILE",
+                        help="with --batch or --merge: a CSV of student folder, LMS id (a header such as "
+                             "'student,SIS User ID' names the id column): also write <out>/lms/total.csv and "
+                             "one <lesson>.csv each, '<id>,<points>', for an LMS's grade import")
     parser.add_argument("--build-dir", type=Path,
                         help="where to build, outside the course (default: a folder of the user's cache, "
                              "~/.cache/multi-gpu-course-grader/<course>-<hash>)")
-    parser.add_argument("--out", type=Path, help="where to write the reports (default: <build-dir>/grade)")
+    parser.add_argument("--out", type=Path, help="where to write the reports (default: <build-dir>/grade; with "
+                                                 "--batch DIR, <build-dir>/class-<DIR's name>)")
     parser.add_argument("--csv", type=Path, help="with --batch: the CSV to write (default: <out>/grades.csv)")
     parser.add_argument("--lessons", metavar="LIST",
                         help="only these lessons, e.g. 01,03; the others are not graded at all (no CSV column, "
@@ -97,7 +108,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel build jobs (default: Ninja's)")
     parser.add_argument("--require-gpus", action="store_true",
                         help="instructors: a case skipped for missing GPUs is an error (exit status 3)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--profile", action="store_true",
                         help="print where the time went (per submission and lesson: staging, configure, builds, "
                              "checks, each case's run) and write it to <out>/profile.json and profile.txt")
@@ -144,7 +155,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="build the course's own starters in <build-dir>/pristine and stop (the build job)")
     slurm.add_argument("--prepared-build", type=Path, metavar="DIR",
                        help="start from the build that --build-only made in DIR (what each array task does)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args
 
 
 def default_build_dir(course: Path) -> Path:
@@ -219,6 +232,8 @@ def make_settings(args: argparse.Namespace) -> Settings:
             raise UsageError(f"--{name} {folder}: no such folder")
     if args.csv is not None and args.batch is None:
         raise UsageError("--csv only goes with --batch")
+    if args.roster is not None and args.batch is None:
+        raise UsageError("--roster only goes with --batch or --merge")
     if args.student and args.batch is None:
         raise UsageError("--student only goes with --batch")
     if args.slurm and args.out is None:
@@ -238,7 +253,20 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if build_root.is_relative_to(course):
         raise UsageError(f"--build-dir {build_root} lies inside the course {course}: the grader builds outside "
                          "the course, so that no #include can reach its solutions/")
-    out = (args.out or build_root / "grade").resolve()
+    default_out = build_root / (f"class-{layout.safe_name(args.batch.resolve().name)}" if args.batch else "grade")
+    out = (args.out or default_out).resolve()
+    if args.batch is not None:
+        for name, path in (("--out", out), ("--csv", args.csv.resolve() if args.csv else None)):
+            if path is not None and path.is_relative_to(course):
+                raise UsageError(f"{name} {path} lies inside the course {course}: a class's grades and reports "
+                                 "do not belong in the course (the student edition is made from it); write them "
+                                 "elsewhere, e.g. ~/grading/<class>/")
+        if args.batch.resolve().is_relative_to(course):
+            print(f"grade.py: warning: the class {args.batch.resolve()} lies inside the course; keep submissions "
+                  "outside it (make_student_edition.py leaves out what git does not track, and says so)",
+                  file=sys.stderr)
+    if args.roster is not None and not args.roster.is_file():
+        raise UsageError(f"--roster {args.roster}: no such file")
     submissions = [p.resolve() for p in (args.submission, args.batch) if p is not None]
     sandbox = Sandbox.off("--no-sandbox") if args.no_sandbox else Sandbox.detect(args.bwrap)
     case_timeouts = reference_timeouts(args.reference_profile, args.timeout) if args.reference_profile else {}
@@ -273,6 +301,7 @@ def write_outputs(grade: Grade, out: Path, seconds: float) -> None:
     (out / "results.json").write_text(json.dumps(report_gradescope.results_json(grade, seconds), indent=2) + "\n")
     (out / "junit.xml").write_text(report_junit.junit_xml(grade))
     (out / "machine.json").write_text(json.dumps(grade.machine, indent=2) + "\n")
+    (out / class_report.GRADE_JSON).write_text(json.dumps(class_report.grade_record(grade), indent=2) + "\n")
     logs = out / "logs"
     if logs.exists():
         shutil.rmtree(logs)
@@ -282,12 +311,27 @@ def write_outputs(grade: Grade, out: Path, seconds: float) -> None:
         (logs / f"{lesson.lesson.slug}.log").write_text(printable(lesson.log or "(nothing was built or run)\n"))
 
 
+GPU_SKIP_STUDENTS = 10  # --require-gpus: students named one line each; the rest counted
+
+
 def gpu_skip_report(grades: list[Grade]) -> list[str]:
-    """Lines naming each case skipped for missing GPUs (for --require-gpus)."""
+    """What --require-gpus found, bounded whatever the class's size: one line per student (the
+    number of cases skipped for missing GPUs, per lesson) for the first few, then a count. Each
+    student's results.json names every such case."""
+    short = [grade for grade in grades if grade.gpu_skips()]
     lines = []
-    for grade in grades:
-        for lesson, result in grade.gpu_skips():
-            lines.append(f"  {grade.student}: {lesson.lesson.slug} \"{result.case.name}\": {result.message}")
+    for grade in short[:GPU_SKIP_STUDENTS]:
+        skips = grade.gpu_skips()
+        per_lesson: dict[str, int] = {}
+        for lesson, _ in skips:
+            per_lesson[lesson.lesson.slug] = per_lesson.get(lesson.lesson.slug, 0) + 1
+        needs = sorted({result.message for _, result in skips})
+        lines.append(f"  {class_report.printable(grade.student)}: {len(skips)} cases ("
+                     + ", ".join(f"{slug}: {n}" for slug, n in per_lesson.items()) + f"); {'; '.join(needs)}")
+    if len(short) > GPU_SKIP_STUDENTS:
+        lines.append(f"  and {len(short) - GPU_SKIP_STUDENTS} more students the same way")
+    if short:
+        lines.append("  (each student's results.json and report.txt name the cases)")
     return lines
 
 
@@ -306,6 +350,7 @@ def grade_single(settings: Settings, args: argparse.Namespace, out: Path) -> lis
         submission = args.submission.resolve()
         lessons = grader.grade_submission(submission, settings.build_root / "submission")
         grade = grader.make_grade(submission.name, f"the submission {submission}", lessons, record.get())
+    grade.gpus_required = args.require_gpus
     with grader.profile.span("reports"):
         write_outputs(grade, out, time.monotonic() - start)
     finish_profile(grader, args, out)
@@ -364,24 +409,61 @@ def grade_batch(settings: Settings, args: argparse.Namespace, out: Path) -> tupl
             if lessons:
                 lessons[0].findings.append(finding)
         grade = grader.make_grade(student, f"the submission {folder}", lessons, record.get())
+        grade.gpus_required = args.require_gpus
         with grader.profile.span("reports"):
             write_outputs(grade, out / layout.safe_name(student), time.monotonic() - start)
         grades.append(grade)
         rows.append((student, grade, ""))
         print(printable(batch_line(grade, out / layout.safe_name(student) / "report.txt")))
         if changed != gpu_settings:  # every later grade on this machine could be affected: stop
-            report_csv.write_csv((args.csv or out / "grades.csv").resolve(), settings.lessons, rows)
+            write_class_csv((args.csv or out / "grades.csv").resolve(), settings.lessons, rows, args)
             raise RefusedToGrade(f"{student}: {finding}; the batch stops here (the CSV holds the students "
                                  "graded so far): restore the settings, then grade the rest with --student")
     csv_path = (args.csv or out / "grades.csv").resolve()
-    report_csv.write_csv(csv_path, settings.lessons, rows)
+    kept = write_class_csv(csv_path, settings.lessons, rows, args)
     (out / "machine.json").write_text(json.dumps(record.get(), indent=2) + "\n")
     finish_profile(grader, args, out)
-    print(f"\nCSV: {csv_path}\nMachine: {machine.describe(record.get())}")
+    print(f"\nCSV: {csv_path}" + (f" ({len(rows)} rows graded now, {kept} kept from before)" if args.student else "")
+          + f"\nMachine: {machine.describe(record.get())}")
     notes = sorted({grade.ungraded_note() for grade in grades} - {""})
     if notes:
         print("Ungraded: " + "\n          ".join(notes))
+    class_outputs(csv_path, out, f"Class {args.batch.resolve().name}", args.roster)
     return grades, failed
+
+
+def write_class_csv(path: Path, lessons: list, rows: list, args: argparse.Namespace) -> int:
+    """The class CSV; with --student, the existing CSV's rows of the other students are kept (a
+    regrade replaces its own rows only), in the order of the class's folders. Returns how many
+    rows were kept."""
+    if not args.student or not path.is_file():
+        report_csv.write_csv(path, lessons, rows)
+        return 0
+    first = report_csv.header([lesson.slug for lesson in lessons])
+    with path.open(newline="") as source:
+        old = list(csv.reader(source))
+    if not old or old[0] != first:
+        raise RefusedToGrade(f"--student: {path} has other columns than this grading ({', '.join(first[1:-6])}): "
+                             "regrade with the same --lessons, or write another --csv")
+    new = {student: report_csv.row(student, lessons, grade, problem) for student, grade, problem in rows}
+    kept = {row[0]: row for row in old[1:] if row and row[0] not in new}
+    order = [folder.name for folder in sorted(p for p in args.batch.resolve().iterdir() if p.is_dir())]
+    names = [name for name in order if name in new or name in kept] + \
+        [name for name in kept if name not in order]  # a folder since removed keeps its row, last
+    report_csv.write_table(path, first, [new[name] if name in new else kept[name] for name in names])
+    return len(kept)
+
+
+def class_outputs(csv_path: Path, out: Path, title: str, roster: Path | None) -> None:
+    """After a batch or a merge: the class at a glance (terminal and <out>/class.html), and with
+    --roster the LMS import files."""
+    print("\n" + "\n".join(class_report.summary_lines(csv_path, out)))
+    print(f"Class page: {class_report.write_page(csv_path, out, title)}")
+    if roster is not None:
+        written, warnings = class_report.write_lms(csv_path, roster, out)
+        for warning in warnings:
+            print(f"grade.py: warning: LMS export: {warning}", file=sys.stderr)
+        print(f"LMS import ({len(written)} files, id,points): {written[0].parent}/ (total.csv, one per lesson)")
 
 
 def finish_profile(grader: Grader, args: argparse.Namespace, out: Path) -> None:
@@ -461,7 +543,9 @@ def write_slurm(settings: Settings, args: argparse.Namespace) -> int:
                            tasks=slurm_jobs.split_tasks(students, args.per_task),
                            grade_args=grading_options(args, settings),
                            csv=(args.csv or run / "grade" / "grades.csv").resolve(),
-                           name=f"grade-{args.batch.resolve().name}")
+                           name=f"grade-{args.batch.resolve().name}",
+                           roster=str(args.roster.resolve()) if args.roster else "",
+                           require_gpus=args.require_gpus)
     scripts = slurm_jobs.write_run(plan, resources)
     print(f"{len(students)} submissions in {len(plan.tasks)} array tasks, "
           f"{gpus if gpus is not None else args.gres} GPU(s) each; run folder {run}")
@@ -475,8 +559,8 @@ def write_slurm(settings: Settings, args: argparse.Namespace) -> int:
     if args.submit:
         report_submission(slurm_jobs.submit(plan))
     else:
-        print(f"Submit with:  grade.py --batch {args.batch} --slurm --out {run} --submit   (or by hand: "
-              f"README, 'Grading a class on Slurm')")
+        print(f"Submit with:  {shlex.join(['python3', sys.argv[0] if sys.argv[0].endswith('grade.py') else str(Path(__file__))] + args.argv + ['--submit'])}"
+              "   (or by hand: README, 'Grading a class on Slurm')")
     return EXIT_OK
 
 
@@ -494,14 +578,22 @@ def merge_run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from error
     states, missing = slurm_jobs.merge(plan)
     graded = sum(len(state.students) for state in states if state.complete)
+    short = [state for state in states if state.complete and state.short_of_gpus]
     print(f"{graded} of {sum(len(state.students) for state in states)} submissions graded; CSV: {plan.csv}")
+    if short:
+        print(f"--require-gpus: {sum(len(state.students) for state in short)} of them with cases skipped for missing "
+              f"GPUs (tasks {slurm_jobs.array_spec([state.task for state in short])}; listed in "
+              f"{plan.run / 'grade' / 'missing.txt'})")
     print(f"Per task (node, GPUs, state): {plan.run / 'grade' / 'tasks.csv'}")
     if missing:
-        print(f"NOT GRADED ({len(missing)}; also in {plan.run / 'grade' / 'missing.txt'}):")
+        print(f"NOT GRADED{', OR SHORT OF GPUS (--require-gpus)' if short else ''} ({len(missing)}; also in "
+              f"{plan.run / 'grade' / 'missing.txt'}):")
         for line in missing:
             print(printable(f"  {line}"))
+    roster = args.roster or (Path(plan.roster) if plan.roster else None)
+    class_outputs(plan.csv, plan.run / "grade", f"Class {plan.class_dir.name}", roster)
     if args.only_missing:
-        tasks = [state.task for state in states if not state.complete and not state.waiting]
+        tasks = [state.task for state in states if (not state.complete or state.short_of_gpus) and not state.waiting]
         waiting = [state.task for state in states if state.waiting]
         if waiting:
             print(f"not resubmitted, still queued or running: tasks {slurm_jobs.array_spec(waiting)}")
@@ -510,7 +602,9 @@ def merge_run(args: argparse.Namespace) -> int:
             report_submission(slurm_jobs.submit(plan, tasks))
         else:
             print("nothing to resubmit")
-    return EXIT_MISSING if missing else EXIT_OK
+    if any(not state.complete for state in states):
+        return EXIT_MISSING
+    return EXIT_GPUS if short else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ import meson_build
 import profiling
 from course_layout import Lesson
 from sandbox import Sandbox
-from scoring import BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
+from scoring import AMBIGUOUS, BUILD_FAILED, INVALID, MISSING, REJECTED, Grade, LessonGrade, label
 from text_safety import printable
 
 PROBE = Path(__file__).resolve().parent / "gpu_probe.py"
@@ -77,6 +77,7 @@ class Grader:
         self.warnings: list[str] = []
         self.profile = profiling.Profile()
         self._built_together: dict[str, str] = {}  # {lesson: its steps of the build of all lessons}
+        self._ambiguous: dict[str, str] = {}  # {lesson: why it was not graded}, of the submission being graded
         self._baseline = Baseline(self)
         self._clean_made: set[Path] = set()  # work folders whose clean build this run has made
         self.subreaper = limited_run.become_subreaper()
@@ -111,8 +112,11 @@ class Grader:
         objects, and the listings -save-temps keeps, which a later student's file could include).
         `class_of_many`: more students follow in `work` (a batch), so the clean copy is made once,
         if it is not there, and each student starts from it."""
-        files = {lesson: layout.find_student_file(submission, lesson) for lesson in self.settings.lessons}
-        contents = {lesson: found.read_bytes() for lesson, found in files.items() if found is not None}
+        found = {lesson: layout.student_file_candidates(submission, lesson) for lesson in self.settings.lessons}
+        files = {lesson: paths[0] if len(paths) == 1 else None for lesson, paths in found.items()}
+        self._ambiguous = {lesson.slug: ambiguous_message(submission, lesson, paths)
+                           for lesson, paths in found.items() if len(paths) > 1}
+        contents = {lesson: path.read_bytes() for lesson, path in files.items() if path is not None}
         source = work / "course"
         if not own:
             self._clean_build(work, make=class_of_many)
@@ -239,12 +243,17 @@ class Grader:
         prepared = self._prepare_all(built, checker)
         grades = []
         for lesson in self.settings.lessons:
-            if files[lesson] is None:
+            if files[lesson] is None and lesson.slug in self._ambiguous:
+                grade = self._unusable(lesson, AMBIGUOUS, self._ambiguous[lesson.slug])
+                grade.findings.append(f"ambiguous: {self._ambiguous[lesson.slug]}")
+            elif files[lesson] is None:
                 grade = self._unusable(lesson, MISSING, missing_message(submission, lesson))
             elif refused.get(lesson.slug):
                 grade = refuse(lesson, refused[lesson.slug], "", self._unusable)
             else:
                 grade = self._grade_lesson(lesson, built[lesson.slug], prepared.get(lesson.slug))
+            if files[lesson] is not None and submission is not None:
+                grade.graded_file = graded_file_note(submission, files[lesson])
             grades.append(grade)
             self.say(f"[{lesson.slug}] {grade.earned}/{grade.possible if grade.cases_known else '?'} points"
                      + (f" ({grade.first_problem()})" if grade.first_problem() else ""))
@@ -533,14 +542,36 @@ def build_starters(settings: Settings) -> dict[str, str]:
 
 
 def missing_message(submission: Path | None, lesson: Lesson) -> str:
-    """'no file x.cu in the submission', with a hint when the other extension is there."""
+    """'no file x.cu in the submission', with a hint when the other extension is there or the
+    file looks renamed on upload (x-1.cu), and what the submission holds."""
     message = f"no file {lesson.student_filename} in the submission"
     if submission is not None:
         for extension in layout.STUDENT_EXTENSIONS:
             other = dataclasses.replace(lesson, extension=extension)
-            if extension != lesson.extension and layout.find_student_file(submission, other):
+            if extension != lesson.extension and layout.student_file_candidates(submission, other):
                 message += f" (it has {other.student_filename}; this lesson's file is {lesson.student_filename})"
+        renamed = [str(path.relative_to(submission)) for path in layout.renamed_copies(submission, lesson)]
+        if renamed:
+            message += (f" (it has {', '.join(renamed)}: renamed on upload? Name it {lesson.student_filename} "
+                        "and grade again)")
+        message += f"; the submission holds: {layout.folder_listing(submission)}"
     return message
+
+
+def ambiguous_message(submission: Path, lesson: Lesson, paths: list[Path]) -> str:
+    """Why a lesson with several copies of its file at the same depth was not graded."""
+    names = ", ".join(str(path.relative_to(submission)) for path in paths)
+    return (f"{len(paths)} files {lesson.student_filename} at the same depth ({names}): which one to grade is "
+            f"for a person to say; keep one (or move the others deeper) and grade again")
+
+
+def graded_file_note(submission: Path, path: Path) -> str:
+    """Which file of the submission was graded: its path in the submission and its size."""
+    try:
+        where = str(path.relative_to(submission))
+    except ValueError:
+        where = str(path)
+    return f"{where} ({path.stat().st_size} bytes)"
 
 
 def case_log(result: runner.CaseResult) -> str:

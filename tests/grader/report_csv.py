@@ -65,7 +65,7 @@ def row(student: str, lessons: list[Lesson], grade: Grade | None, problem: str) 
     cells: list = [student]
     for lesson in lessons:
         lesson_grade = graded.get(lesson.slug)
-        cells += [lesson_grade.earned, clip(lesson_grade.status())] if lesson_grade else ["", ""]
+        cells += [lesson_grade.earned, lesson_grade.status(STATUS_WIDTH)] if lesson_grade else ["", ""]
     lost = "; ".join(f"{lesson.lesson.slug}: {lesson.short_status()}" for lesson in grade.lost_lessons())
     every_point = f"all {grade.possible} points"
     return cells + [grade.earned, grade.possible, grade.ungraded, grade.ungraded_note() or every_point,

@@ -6,8 +6,10 @@
      "tests": [{"name": "02-assertion task 1", "number": "02.1", "score": 0, "max_score": 2,
                 "status": "failed", "output": "FAILED (2 pt) multiplies ...: REQUIRE( ... )"}]}
 
-A task whose cases were all skipped is worth 0 of 0; its name says "(ungraded)", its output
-says why, and it has no status (it neither passed nor failed).
+A task whose cases were all skipped is worth 0 of 0; its name says "(ungraded)" (or, for a
+lesson that was missing or did not build, that status: "(missing)"), its output says why, and
+its status is "failed": Gradescope shows a test without a status by its score, and 0 of 0
+reads as passed to a student whose points were never graded.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def results_json(grade: Grade, seconds: float) -> dict:
     if grade.ungraded:
         summary += f"; {grade.ungraded_note()} (the skipped cases below say what each needs)"
     summary += "".join(f"\n  {lesson.lesson.slug}: {lesson.status()}" for lesson in grade.lessons)
+    summary += "".join(f"\n  {lesson.lesson.slug} graded {lesson.graded_file}" for lesson in grade.lessons
+                       if lesson.graded_file)
     return printable_tree({
         "score": grade.earned,
         "execution_time": round(seconds),
@@ -68,9 +72,18 @@ def task_entry(lesson: LessonGrade, task: int, results: list[CaseResult]) -> dic
     }
     if graded:
         entry["status"] = "passed" if all(r.status == PASSED for r in graded) else "failed"
+    elif lesson.problem:
+        entry["name"] += f" ({label(lesson.problem_status)})"
+        entry["status"] = "failed"
+        entry["output"] = (f"{label(lesson.problem_status).upper()}: {lesson.problem}\n(These cases also need more "
+                           "GPUs than the machine that graded this has: their points are not counted here.)\n"
+                           + "\n".join(f"{label(lesson.problem_status).upper()} ({r.case.points} pt) {r.case.name}"
+                                        for r in results))
     else:
         entry["name"] += " (ungraded)"
-        entry["output"] = "UNGRADED on this machine: every case of this task was skipped.\n" + entry["output"]
+        entry["status"] = "failed"
+        entry["output"] = ("UNGRADED on this machine: every case of this task was skipped (its points are in no "
+                           "score; the machine lacks the GPUs they need).\n" + entry["output"])
     return entry
 
 

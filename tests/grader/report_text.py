@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from catch2_runner import SKIPPED
 from machine import describe
-from scoring import BUILD_FAILED, INVALID, LOST, MISSING, REJECTED, Grade, label, short_findings
+from scoring import AMBIGUOUS, BUILD_FAILED, INVALID, LOST, MISSING, REJECTED, Grade, label, short_findings
 from text_safety import printable
 
 STATUS_WIDTH = 100  # the status column: a lesson's first error or failure, cut to this many characters
@@ -42,6 +42,9 @@ def render(grade: Grade) -> str:
     if grade.ungraded:
         lines.append(grade.ungraded_note())
     lines += _lost_cases(grade)
+    graded = [f"  {lesson.lesson.slug}: {lesson.graded_file}" for lesson in grade.lessons if lesson.graded_file]
+    if graded:
+        lines += ["", "Files graded (in the submission):"] + graded
     if grade.findings:
         lines += ["", "Findings (for a person to look at):"] + [f"  {finding}" for finding in grade.findings]
     lines += _ungraded_note(grade)
@@ -60,7 +63,7 @@ def _table(grade: Grade) -> list[str]:
             points = f"{lesson.earned}/{lesson.possible}"
         else:
             counts, points = ["-", "-", "-"], f"{lesson.earned}/?"
-        status = clip(lesson.status(), STATUS_WIDTH)
+        status = printable(lesson.status(STATUS_WIDTH), keep="")
         findings = printable(short_findings(lesson.findings), keep="")
         rows.append([lesson.lesson.slug, points] + counts +
                     [str(lesson.ungraded), status + (f"  |  {findings}" if findings else "")])
@@ -82,7 +85,7 @@ def _lost_cases(grade: Grade) -> list[str]:
     """One line per case that lost points; one per lesson that did not build or was missing."""
     lines = []
     for lesson in grade.lessons:
-        if lesson.problem_status in (BUILD_FAILED, MISSING, REJECTED, INVALID):
+        if lesson.problem_status in (BUILD_FAILED, MISSING, REJECTED, INVALID, AMBIGUOUS):
             lines.append(f"  {lesson.lesson.slug}: {label(lesson.problem_status)}: {lesson.problem.splitlines()[0]}")
             continue
         for result in lesson.results:

@@ -29,7 +29,11 @@ BUILD_FAILED = "build_failed"  # the lesson's program did not compile, link, or 
 MISSING = "missing"  # the submission has no file for this lesson
 REJECTED = "rejected"  # the integrity check refused the student's object: it was never run
 INVALID = "invalid"  # the result channel held extra, repeated or malformed results
-LOST = (FAILED, CRASHED, TIMED_OUT, BUILD_FAILED, MISSING, REJECTED, INVALID)
+AMBIGUOUS = "ambiguous"  # the submission holds several files that could be the lesson's: none was graded
+LOST = (FAILED, CRASHED, TIMED_OUT, BUILD_FAILED, MISSING, REJECTED, INVALID, AMBIGUOUS)
+# Errors of the machine rather than of the student's code: CUDA without a driver or a device.
+MACHINE_ERROR = re.compile(r"cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA driver version is insufficient"
+                           r"|no CUDA-capable device|cudaErrorSystemDriverMismatch|ncclSystemError")
 
 
 @dataclasses.dataclass
@@ -42,6 +46,7 @@ class LessonGrade:
     problem_status: str = ""  # BUILD_FAILED, MISSING, REJECTED or INVALID when `problem` is set
     log: str = ""  # build log and per-case output, for the logs folder
     findings: list[str] = dataclasses.field(default_factory=list)  # what a person should look at
+    graded_file: str = ""  # the submission's file that was graded ("v2/x.cu (812 bytes)"), when one was
 
     @property
     def cases_known(self) -> bool:
@@ -71,17 +76,18 @@ class LessonGrade:
     def graded_cases(self) -> int:
         return sum(1 for r in self.results if r.status != SKIPPED)
 
-    def status(self) -> str:
+    def status(self, width: int | None = None) -> str:
         """Why the lesson lost points, or "passed", on one line; ungraded points are named too.
+        With `width`, the reason is cut so that the whole fits, never the ungraded part.
 
             passed
             missing: no file x.cu in the submission
             does not build: lessons/01-x/x.cpp:2:40: error: expected ';' before '}' token
             refused: x.cpp calls exit() (process control ...)
-            failed 2 of 5 cases: REQUIRE( f(2) == 4 ) with expansion: 3 == 4
-            lost 2 of 5 cases (1 failed and 1 crashed): crashed: SIGSEGV (signal 11) ...
+            failed 2 of 5 cases: "adds two numbers": REQUIRE( f(2) == 4 ) with expansion: 3 == 4
+            lost 2 of 5 cases (1 failed and 1 crashed): "reads a file": crashed: SIGSEGV (signal 11) ...
             passed; 5 pt ungraded (needs 2 GPUs, found 0)
-            ungraded: needs 2 GPUs, found 0
+            ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0
         """
         skips = [r for r in self.results if r.status == SKIPPED]
         ungraded = f"{self.ungraded} pt ungraded ({self.skip_reason()})" if skips and self.graded_cases else ""
@@ -90,12 +96,13 @@ class LessonGrade:
         elif not self.results:
             head = "no test cases"
         elif not self.graded_cases:
-            return f"{label(SKIPPED)}: {self.skip_reason()}"
+            return clip(f"{label(SKIPPED)}: {self.skip_reason()}", width)
         elif not self.lost_results:
             head = "passed"
         else:
             head = f"{self.lost_counts()}: {self._first_lost()}"
-        return head + (f"; {ungraded}" if ungraded else "")
+        tail = f"; {ungraded}" if ungraded else ""
+        return clip(head, None if width is None else max(20, width - len(tail))) + tail
 
     def skip_reason(self) -> str:
         """Why the skipped cases are ungraded: the first one's message ('needs 2 GPUs, found 1'), or, where
@@ -121,9 +128,19 @@ class LessonGrade:
         return f"lost {total} of {graded} {cases} ({', '.join(parts[:-1])} and {parts[-1]})"
 
     def _first_lost(self) -> str:
-        first = self.lost_results[0]
-        kinds = {r.status for r in self.lost_results}
-        return first.summary if len(kinds) == 1 else f"{label(first.status)}: {first.summary}"
+        """The case that says most about the student's code, named, with its message: the first
+        lost case whose message is not an error of the machine (no driver, no device), which
+        every case of a GPU-less machine shares."""
+        lost = self.lost_results
+        first = next((r for r in lost if not MACHINE_ERROR.search(r.message)), lost[0])
+        kinds = {r.status for r in lost}
+        named = f'"{first.case.name}": {first.summary}'
+        return named if len(kinds) == 1 else f'"{first.case.name}": {label(first.status)}: {first.summary}'
+
+    def first_lost_case(self) -> CaseResult | None:
+        """The case _first_lost names (None when none was lost)."""
+        lost = self.lost_results
+        return next((r for r in lost if not MACHINE_ERROR.search(r.message)), lost[0]) if lost else None
 
     def short_status(self) -> str:
         """The status without its message: 'missing', 'does not build', 'failed 2 of 5 cases', ..."""
@@ -152,6 +169,7 @@ class Grade:
     machine: dict
     warnings: list[str] = dataclasses.field(default_factory=list)
     sandbox: str = "off (unknown)"  # "on (...)" or "off (why)"
+    gpus_required: bool = False  # graded with --require-gpus: an ungraded point is an error
 
     @property
     def findings(self) -> list[str]:
@@ -176,7 +194,7 @@ class Grade:
     def ungraded_note(self) -> str:
         """'graded N of M points here; K points need more GPUs than this machine has (...)', or ''
         when every point was graded: where an ungraded count appears, this sentence goes with it."""
-        return ungraded_note(self.possible, self.ungraded)
+        return ungraded_note(self.possible, self.ungraded, self.gpus_required)
 
     def gpu_skips(self) -> list[tuple[LessonGrade, CaseResult]]:
         """Cases skipped because this machine has too few GPUs."""
@@ -187,7 +205,7 @@ def label(status: str) -> str:
     """A status in words, for tables and messages."""
     return {PASSED: "passed", FAILED: "failed", SKIPPED: "ungraded", CRASHED: "crashed",
             TIMED_OUT: "timed out", BUILD_FAILED: "does not build", MISSING: "missing", REJECTED: "refused",
-            INVALID: "invalid results"}.get(status, status)
+            INVALID: "invalid results", AMBIGUOUS: "ambiguous"}.get(status, status)
 
 
 _FOUND = re.compile(r"\bfound (\d+)\b")  # "needs 2 GPUs, found 1"
@@ -201,12 +219,19 @@ def gpu_needs(points_by_gpus: dict[int, int], found: int | None) -> str:
     return ", ".join(parts) + ("" if found is None else f"; found {found}")
 
 
-def ungraded_note(possible: int, ungraded: int) -> str:
-    """The sentence that goes wherever a count of ungraded points appears (see Grade.ungraded_note)."""
+def ungraded_note(possible: int, ungraded: int, required: bool = False) -> str:
+    """The sentence that goes wherever a count of ungraded points appears (see Grade.ungraded_note);
+    `required`: graded with --require-gpus, which made it an error already."""
     if not ungraded:
         return ""
     return (f"graded {possible} of {possible + ungraded} points here; {ungraded} points need more GPUs than this "
-            "machine has (--require-gpus makes that an error)")
+            "machine has " + ("(an error: --require-gpus)" if required else "(--require-gpus makes that an error)"))
+
+
+def clip(text: str, width: int | None) -> str:
+    """The text on one line, cut to `width` characters with '...' (None: whole)."""
+    text = " ".join(text.split())
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
 def short_findings(findings: list[str], width: int = 60) -> str:

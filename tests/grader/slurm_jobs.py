@@ -22,7 +22,8 @@ CSVs, in the order a local batch writes them, so the file is byte for byte the o
 `--batch` writes), each student's folder (report.txt, results.json, junit.xml, machine.json,
 logs/), tasks.csv (which node graded whom, with its GPUs, driver, CUDA and NCCL) and
 missing.txt: every submission whose task failed, timed out, was cancelled or never ran, with
-its Slurm job and task id. Such a student still has a row in the CSV, with the reason in the
+its Slurm job and task id (and, with --require-gpus, every student graded with cases skipped for
+missing GPUs: the merge then exits 3, as the task did). Such a student still has a row in the CSV, with the reason in the
 `problem` column, so nobody is silently missing. The merge only reads the tasks' folders:
 run twice, it writes the same files. `--only-missing` then submits the array again for the
 missing tasks only (and a merge job after it).
@@ -48,6 +49,7 @@ PLAN = "slurm.json"
 JOBS = "jobs.json"
 SCRIPTS = ("prepare.sbatch", "grade.sbatch", "merge.sbatch")
 EXIT_MISSING = 4  # grade.py --merge: some submissions were not graded
+EXIT_GPUS = 3  # grade.py --require-gpus: some case was skipped for missing GPUs
 ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")  # Slurm's job states
 _GPU_TAG = re.compile(r'"([^"\n]*\[gpus:(\d+)\][^"\n]*)"')
 
@@ -97,6 +99,8 @@ class Plan:
     python: str = "python3"  # found on PATH on each node (the job inherits the submitter's environment)
     grade_py: Path = Path(__file__).resolve().parent / "grade.py"
     name: str = "grade"  # the jobs' names: grade-<class>, grade-<class>-prepare, grade-<class>-merge
+    roster: str = ""  # --roster: the merge writes the LMS import files too
+    require_gpus: bool = False  # --require-gpus: a task that exits 3 graded with cases skipped for GPUs
 
     def task_folder(self, task: int) -> Path:
         return self.run / "tasks" / f"{task:04d}"
@@ -175,7 +179,7 @@ def array_script(plan: Plan, resources: Resources) -> str:
               'printf \'{"job": "%s", "task": %d, "node": "%s", "started": "%s"}\\n\' '
               '"${SLURM_ARRAY_JOB_ID}_${task}" "$task" "$(hostname)" "$(date -Is)" >"$folder/started.json"',
               "args=()",
-              'for student in "${students[@]}"; do args+=(--student "$student"); done',
+              'for student in "${students[@]}"; do args+=("--student=$student"); done',  # a name may start with -
               "status=0",
               _grade_command(plan, "--batch", str(plan.class_dir), "--prepared-build", str(plan.build),
                              *plan.grade_args)
@@ -329,6 +333,7 @@ class TaskState:
     rows: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     machine: dict = dataclasses.field(default_factory=dict)
     waiting: bool = False  # still queued or running: --only-missing leaves it alone
+    short_of_gpus: bool = False  # --require-gpus and its grade.py exited 3: cases skipped for missing GPUs
 
 
 def _read_json(path: Path) -> dict | None:
@@ -380,6 +385,10 @@ def task_state(plan: Plan, task: int, slurm_state=_slurm_state) -> TaskState:
         state.complete = len(state.rows) == len(students)
     if state.complete:
         state.state = f"done (exit status {done['exit_status']})"
+        state.short_of_gpus = plan.require_gpus and done.get("exit_status") == EXIT_GPUS
+        if state.short_of_gpus:
+            state.state += f", cases skipped for missing GPUs on {state.machine.get('hostname', 'its node')} " \
+                           f"({state.machine.get('gpu_count', '?')} GPUs), an error with --require-gpus"
         return state
     known = slurm_state(job) if job != "unknown" else ""
     seen = f", Slurm: {known}" if known else ""
@@ -421,6 +430,9 @@ def merge(plan: Plan, slurm_state=_slurm_state) -> tuple[list[TaskState], list[s
             if state.complete:
                 rows.append(state.rows[student])
                 _copy_student(plan.task_folder(state.task) / safe_name(student), out / safe_name(student))
+                if state.short_of_gpus and state.rows[student][-5] not in ("", "0"):  # the ungraded column
+                    missing.append(f"{student}: Slurm job {state.job} (task {state.task}): {state.state}: "
+                                   f"{state.rows[student][-4]}; report {out / safe_name(student) / 'report.txt'}")
             else:
                 rows.append(missing_row(student, len(plan.lessons), state))
                 missing.append(f"{student}: Slurm job {state.job} (task {state.task}): {state.state}; "

@@ -400,6 +400,7 @@ class RunCasesTests(unittest.TestCase):
         results = runner.run_cases(program, cases, timeout, retry_alone=runner.worth_running_alone,
                                    env=dict(os.environ, FAKE_CASES=spec), watchdog_caps=caps, timings=timings)
         self.messages = {result.case.name: result.message for result in results}
+        self.findings = {result.case.name: result.findings for result in results}
         return {result.case.name: result.status for result in results}, timings
 
     @staticmethod
@@ -443,6 +444,12 @@ class RunCasesTests(unittest.TestCase):
         runs = self.runs_of(timings)
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
                                 ("alone", "d", "timed_out")])
+
+    def test_the_finding_of_a_shared_run_that_hung_names_the_case_that_hung(self):
+        self.run_fake("a:pass,b:hang,c:pass")
+        shared = {name: [f for f in found if "the run of all cases together" in f] for name, found in self.findings.items()}
+        self.assertEqual(shared["a"], [])  # the first case of the run did not hang
+        self.assertTrue(shared["b"], self.findings)
 
     def test_processes_of_a_stopped_run_are_not_left_behind_and_its_results_stand(self):
         statuses, timings = self.run_fake("a:pass,b:hang-with-helper,c:pass")
@@ -520,12 +527,12 @@ class StatusUnitTests(unittest.TestCase):
     def test_every_way_to_lose_points_is_named(self):
         cases = {
             "passed": lesson_grade("01", ("passed", 2, "", 0), ("passed", 3, "", 0)),
-            "failed 1 of 2 cases: REQUIRE( f() == 2 ); with expansion: 1 == 2":
+            "failed 1 of 2 cases: \"case 1\": REQUIRE( f() == 2 ); with expansion: 1 == 2":
                 lesson_grade("01", ("passed", 2, "", 0), ("failed", 3, "REQUIRE( f() == 2 )\nwith expansion: 1 == 2", 0)),
-            "crashed 1 of 1 case: SIGSEGV (signal 11)": lesson_grade("01", ("crashed", 2, "SIGSEGV (signal 11)", 0)),
-            "timed out 1 of 2 cases: no result after 3 s":
+            "crashed 1 of 1 case: \"case 0\": SIGSEGV (signal 11)": lesson_grade("01", ("crashed", 2, "SIGSEGV (signal 11)", 0)),
+            "timed out 1 of 2 cases: \"case 0\": no result after 3 s":
                 lesson_grade("01", ("timed_out", 2, "no result after 3 s", 0), ("passed", 1, "", 0)),
-            "lost 3 of 4 cases (2 failed and 1 crashed): failed: boom":
+            "lost 3 of 4 cases (2 failed and 1 crashed): \"case 0\": failed: boom":
                 lesson_grade("01", ("failed", 1, "boom", 0), ("crashed", 1, "SIGABRT", 0), ("failed", 1, "bang", 0),
                              ("passed", 1, "", 0)),
             "missing: no file x.cpp in the submission":
@@ -549,6 +556,34 @@ class StatusUnitTests(unittest.TestCase):
         self.assertLessEqual({"passed", "failed 1 of 2 cases", "missing", "does not build", "refused",
                               "crashed 1 of 1 case", "invalid results", "ungraded"}, shorts)
 
+    def test_a_cut_status_keeps_its_ungraded_points(self):
+        long = lesson_grade("01", ("failed", 2, "REQUIRE( x == y ) " * 30, 0), self.gpus)
+        cell = long.status(report_csv.STATUS_WIDTH)
+        self.assertLessEqual(len(cell), report_csv.STATUS_WIDTH)
+        self.assertTrue(cell.endswith("; 5 pt ungraded (needs 2 GPUs, found 0)"), cell)
+        grade = a_grade(long)
+        row = report_csv.row("alice", [long.lesson], grade, "")
+        self.assertTrue(row[2].endswith("; 5 pt ungraded (needs 2 GPUs, found 0)"), row[2])
+
+    def test_ungraded_cases_are_counted_per_gpu_count(self):
+        mixed = lesson_grade("01", ("skipped", 1, "needs 1 GPU, found 0", 1), ("skipped", 1, "needs 1 GPU, found 0", 1),
+                             ("skipped", 2, "needs 2 GPUs, found 0", 2))
+        self.assertEqual(mixed.status(), "ungraded: 2 pt need 2 GPUs, 2 pt need 1 GPU; found 0")
+        mixed.results.append(runner.CaseResult(runner.TestCase(name="host", tags=[], points=1), "passed", ""))
+        self.assertEqual(mixed.status(), "passed; 4 pt ungraded (2 pt need 2 GPUs, 2 pt need 1 GPU; found 0)")
+
+    def test_the_status_names_the_students_failing_case_before_a_machine_error(self):
+        grade = lesson_grade("01", ("failed", 1, "CUDA error: cudaErrorInsufficientDriver: CUDA driver version is "
+                                                 "insufficient", 0), ("failed", 2, "REQUIRE( sum == 10 ) with expansion: 9 == 10", 0))
+        self.assertEqual(grade.status(), 'failed 2 of 2 cases: "case 1": REQUIRE( sum == 10 ) with expansion: 9 == 10')
+
+    def test_with_require_gpus_the_note_does_not_advise_it(self):
+        grade = a_grade(lesson_grade("01", ("passed", 2, "", 0), self.gpus))
+        self.assertIn("--require-gpus makes that an error", grade.ungraded_note())
+        grade.gpus_required = True
+        self.assertNotIn("makes that an error", grade.ungraded_note())
+        self.assertIn("(an error: --require-gpus)", grade.ungraded_note())
+
     def test_the_csv_row_has_a_reason_beside_every_lost_point(self):
         passed = lesson_grade("01", ("passed", 2, "", 0), self.gpus)
         failed = lesson_grade("02", ("failed", 2, "REQUIRE( a == b ), with commas", 0), ("passed", 1, "", 0))
@@ -560,7 +595,7 @@ class StatusUnitTests(unittest.TestCase):
                                   "total", "possible", "ungraded", "graded here", "findings", "problem"])
         row = dict(zip(header, report_csv.row("alice", lessons, grade, "")))
         self.assertEqual((row["01-x"], row["01-x status"]), (2, "passed; 5 pt ungraded (needs 2 GPUs, found 0)"))
-        self.assertEqual((row["02-x"], row["02-x status"]), (1, "failed 1 of 2 cases: REQUIRE( a == b ), with commas"))
+        self.assertEqual((row["02-x"], row["02-x status"]), (1, 'failed 1 of 2 cases: "case 0": REQUIRE( a == b ), with commas'))
         self.assertEqual((row["03-x"], row["03-x status"]), (0, "missing: no file x.cpp"))
         self.assertEqual((row["total"], row["possible"], row["ungraded"]), (3, 9, 5))
         self.assertEqual(row["graded here"], "graded 9 of 14 points here; 5 points need more GPUs than this machine has "
@@ -614,6 +649,12 @@ class QuickStartTests(unittest.TestCase):
         self.assertIn("| 02-set-device | `set_device.cu` | `demo.cpp`, `kernels.cu`,", found.group(1))
         for lesson in layout.discover_lessons(course):
             self.assertIn(f"| {lesson.slug} | `{lesson.student_filename}` |", found.group(1))
+
+    def test_the_readme_keeps_class_data_out_of_the_course_and_reads_csvs_right(self):
+        readme = (HERE / "README.md").read_text()
+        self.assertNotRegex(readme, r"column -s, -t <")  # it splits the quoted commas of status cells
+        for command in re.findall(r"grade\.py --batch [^\n]*", readme):
+            self.assertNotRegex(command, r"--csv [\w.-]+\.csv|--batch class\b", command)  # relative: inside the course
 
     def test_list_lessons_prints_the_table_of_any_course(self):
         done = subprocess.run([sys.executable, str(GRADE), "--course", str(FIXTURE), "--list-lessons"],
@@ -907,12 +948,12 @@ class DefaultGradeTests(unittest.TestCase):
         report = DEFAULT["report"]
         expected = {
             "01-passing": "passed",
-            "02-assertion": "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
-            "03-starter": "failed 2 of 2 cases: NOT_IMPLEMENTED: task 1 in square() at lessons/03-starter/starter.cpp:",
+            "02-assertion": "failed 1 of 2 cases: \"multiplies, with commas [and brackets]\": REQUIRE( multiply(2, 3) == 6 )",
+            "03-starter": "failed 2 of 2 cases: \"squares a number\": NOT_IMPLEMENTED: task 1 in square() at lessons/03-",
             "04-two-gpus": "ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0",  # counted case by case
-            "05-crash": "crashed 1 of 2 cases: SIGSEGV",
-            "06-hang": f"timed out 1 of 1 case: no result after {CASE_TIMEOUT} s",
-            "07-watchdog": "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
+            "05-crash": "crashed 1 of 2 cases: \"divides by zero gives zero\": SIGSEGV",
+            "06-hang": f"timed out 1 of 1 case: \"answers without hanging\": no result after {CASE_TIMEOUT} s",
+            "07-watchdog": "timed out 1 of 1 case: \"joins every rank\": WATCHDOG: join_all(2) did not finish within 1 s",
             "08-broken": "does not build: lessons/08-broken/broken.cpp:4",
         }
         for slug, status in expected.items():
@@ -954,7 +995,7 @@ class DefaultGradeTests(unittest.TestCase):
         self.assertEqual(score("02.1"), (0, 2, "failed"))
         self.assertIn("with message: inputs 2 and 3", tests["02.1"]["output"])
         self.assertIn("(ungraded)", tests["04.1"]["name"])
-        self.assertEqual((tests["04.1"]["max_score"], "status" in tests["04.1"]), (0, False))
+        self.assertEqual((tests["04.1"]["max_score"], tests["04.1"]["status"]), (0, "failed"))  # 0/0 reads as passed
         self.assertIn("needs 2 GPUs, found 0", tests["04.1"]["output"])
         self.assertEqual(tests["05.1"]["status"], "passed")  # the crash of 05.2 does not cost 05.1
         self.assertIn("CRASHED", tests["05.2"]["output"])
@@ -1183,11 +1224,11 @@ class BatchTests(unittest.TestCase):
             ("alice", "05-crash"): "missing: no file crash.cpp in the submission",
             ("alice", "04-two-gpus"): "missing: no file two_gpus.cpp in the submission",
             ("bob", "01-passing"): "passed",
-            ("bob", "02-assertion"): "failed 1 of 2 cases: REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
+            ("bob", "02-assertion"): "failed 1 of 2 cases: \"multiplies, with commas [and brackets]\": REQUIRE( multiply(2, 3) == 6 ) with expansion: 5 == 6",
             ("bob", "03-starter"): "missing: no file starter.cpp in the submission",
-            ("bob", "04-two-gpus"): "ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0",
-            ("bob", "05-crash"): "crashed 1 of 2 cases: SIGSEGV (signal 11)",
-            ("bob", "07-watchdog"): "timed out 1 of 1 case: WATCHDOG: join_all(2) did not finish within 1 s",
+            ("bob", "04-two-gpus"): "ungraded: 3 pt need 2 GPUs, 2 pt need 1 GPU; found 0",  # counted case by case
+            ("bob", "05-crash"): "crashed 1 of 2 cases: \"divides by zero gives zero\": SIGSEGV (signal 11)",
+            ("bob", "07-watchdog"): "timed out 1 of 1 case: \"joins every rank\": WATCHDOG: join_all(2) did not finish within 1 s",
         }
         for (student, slug), status in statuses.items():
             cell = self.rows[student][slug + " status"]
@@ -1222,6 +1263,104 @@ class BatchTests(unittest.TestCase):
         tests = tests_by_number(bob["results"])
         self.assertIn("no file starter.cpp in the submission", tests["03.1"]["output"])
         self.assertEqual(tests["03.1"]["max_score"], 2)
+
+
+@needs_tools
+class ClassTests(unittest.TestCase):
+    """An instructor's class: ambiguous and renamed files, a regrade of one student, the roster's
+    LMS files and the class page (lessons 01 and 02 only)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.batch = batch = TMP / "class-week"
+        for name in ("alice", "-dash"):
+            shutil.copytree(FIXTURE / "solutions", batch / name / "lessons", ignore=shutil.ignore_patterns("0[3-8]*"))
+        for version, source in (("v1", FIXTURE / "lessons"), ("v2", FIXTURE / "solutions")):  # the starter, the solution
+            (batch / "bob" / version).mkdir(parents=True)
+            shutil.copy(source / "01-passing/passing.cpp", batch / "bob" / version)
+        (batch / "carol").mkdir()
+        shutil.copy(FIXTURE / "solutions/01-passing/passing.cpp", batch / "carol" / "passing-1.cpp")
+        shutil.copy(FIXTURE / "lessons/02-assertion/assertion.cpp", batch / "carol")
+        cls.roster = TMP / "roster.csv"
+        cls.roster.write_text("student,SIS User ID\nalice,1001\nbob,1002\ncarol,1003\n-dash,1004\nzoe,1009\n")
+        cls.out = TMP / "class-week-out"
+        cls.common = ("--batch", str(batch), "--build-dir", str(TMP / "class-week-build"), "--lessons", "01,02")
+        cls.done = run_grader(*cls.common, "--out", str(cls.out), "--roster", str(cls.roster))
+        cls.first_csv = (cls.out / "grades.csv").read_text()
+
+    def rows(self):
+        with (self.out / "grades.csv").open() as table:
+            return {row["student"]: row for row in csv.DictReader(table)}
+
+    def test_ambiguous_copies_are_reported_not_graded(self):
+        self.assertEqual(self.done.returncode, 0, self.done.stderr)
+        bob = self.rows()["bob"]
+        self.assertTrue(bob["01-passing status"].startswith("ambiguous: 2 files passing.cpp at the same depth "
+                                                            "(v1/passing.cpp, v2/passing.cpp)"), bob)
+        self.assertIn("ambiguous", bob["findings"])
+
+    def test_a_renamed_file_is_named_with_what_the_folder_held(self):
+        carol = (self.out / "carol" / "report.txt").read_text()
+        self.assertIn("it has passing-1.cpp: renamed on upload?", self.rows()["carol"]["01-passing status"])
+        self.assertIn("the submission holds: assertion.cpp, passing-1.cpp", carol)
+
+    def test_the_report_says_which_file_was_graded(self):
+        report = (self.out / "carol" / "report.txt").read_text()
+        self.assertIn("Files graded (in the submission):\n  02-assertion: assertion.cpp (", report)
+
+    def test_a_folder_named_with_a_dash_is_graded(self):
+        self.assertEqual(self.rows()["-dash"]["total"], "8")
+
+    def test_the_lms_files_and_the_class_page(self):
+        total = (self.out / "lms" / "total.csv").read_text().splitlines()
+        self.assertEqual(total[0], "SIS User ID,total")
+        self.assertEqual(sorted(total[1:]), ["1001,8", "1002,0", "1003,1", "1004,8"])
+        self.assertEqual((self.out / "lms" / "01-passing.csv").read_text().splitlines()[0], "SIS User ID,01-passing")
+        self.assertIn("zoe (id 1009): in the roster, no submission", self.done.stderr)
+        page = (self.out / "class.html").read_text()
+        for needed in ('<a href="alice/report.txt">alice</a>', '<a href="-dash/report.txt">-dash</a>', "<svg",
+                       'id="01-passing"', "multiplies, with commas [and brackets]"):
+            self.assertIn(needed, page)
+        for forbidden in ("<script", "http://", "https://"):
+            self.assertNotIn(forbidden, page.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+        lines = self.done.stdout.splitlines()
+        glance = lines.index(next(line for line in lines if line.startswith("Class at a glance (4 students")))
+        self.assertEqual(lines[glance + 1].split(), ["01-passing", "full", "2", "partial", "0", "zero", "1", "missing", "1"])
+        self.assertIn('lost by 1: "multiplies, with commas [and brackets]" (2 pt): REQUIRE', "\n".join(lines))
+
+    def test_regrading_one_student_keeps_the_others(self):
+        regrade = run_grader(*self.common, "--out", str(self.out), "--student", "carol", "-q")
+        self.assertEqual(regrade.returncode, 0, regrade.stderr)
+        self.assertIn("(1 rows graded now, 3 kept from before)", regrade.stdout)
+        self.assertEqual((self.out / "grades.csv").read_text(), self.first_csv)  # the same grades, every row
+
+    def test_class_reports_stay_out_of_the_course(self):
+        inside = run_grader(*self.common, "--csv", str(COURSE / "grades.csv"))
+        self.assertEqual(inside.returncode, 2)
+        self.assertIn("lies inside the course", inside.stderr)
+        self.assertNotEqual(grade.make_settings(grade.parse_args(["--course", str(COURSE), "--batch", str(self.batch)])).out,
+                            grade.make_settings(grade.parse_args(["--course", str(COURSE), "--submission",
+                                                                  str(self.batch / "alice")])).out)
+
+
+class GradescopePackageTests(unittest.TestCase):
+    def test_the_package_has_what_gradescope_runs_and_says_it_has_no_gpu(self):
+        import zipfile
+        output = Path(tempfile.mkdtemp(prefix="gradescope-", dir=TMP)) / "autograder.zip"
+        done = subprocess.run([sys.executable, str(HERE / "gradescope_package.py"), "--output", str(output),
+                               "--lessons", "01,02"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("a student whose code is perfect gets 8 of 49 points", done.stderr)
+        with zipfile.ZipFile(output) as package:
+            names = set(package.namelist())
+            run = package.read("run_autograder").decode()
+            self.assertEqual(package.getinfo("run_autograder").external_attr >> 16 & 0o111, 0o111)
+            self.assertIn("8 of 49", package.read("README.txt").decode())
+        self.assertLessEqual({"setup.sh", "run_autograder", "course/tests/grader/grade.py"}, names)
+        self.assertFalse(any(name.startswith("course/solutions/") for name in names))
+        self.assertIn("--submission /autograder/submission", run)
+        self.assertIn("--lessons 01,02", run)
+        self.assertIn("/autograder/results/results.json", run)
 
 
 class HidingSandbox(Sandbox):
@@ -1468,7 +1607,7 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual(slurm_jobs.gpus_needed(course, ["03-c"]), 0)
 
     def test_the_array_script_grades_each_tasks_students_as_a_batch(self):
-        plan = slurm_plan(self.tmp / "run", [["alice", "bob o'neil"], ["carol"]])
+        plan = slurm_plan(self.tmp / "run", [["alice", "bob o'neil", "-dash"], ["carol"]])
         paths = slurm_jobs.write_run(plan, slurm_jobs.Resources(time="20", gpus_per_task=1))
         self.assertEqual([p.name for p in paths], ["prepare.sbatch", "grade.sbatch", "merge.sbatch"])
         array, prepare, merge = (plan.run / name for name in ("grade.sbatch", "prepare.sbatch", "merge.sbatch"))
@@ -1500,7 +1639,9 @@ class SlurmScriptTests(unittest.TestCase):
         self.assertEqual(done.returncode, 3, done.stderr)  # grade.py's exit status is the task's
         argv = (self.tmp / "argv").read_text().splitlines()
         self.assertEqual(argv[argv.index("--batch") + 1], "/class room")
-        self.assertEqual([argv[i + 1] for i, a in enumerate(argv) if a == "--student"], ["alice", "bob o'neil"])
+        students = [a[len("--student="):] for a in argv if a.startswith("--student=")]
+        self.assertEqual(students, ["alice", "bob o'neil", "-dash"])  # a name that starts with '-' too
+        self.assertEqual(grade.parse_args(["--batch", "x"] + [f"--student={s}" for s in students]).student, students)
         self.assertEqual(argv[argv.index("--out") + 1], str(plan.task_folder(0)))
         self.assertEqual(argv[argv.index("--prepared-build") + 1], str(plan.build))
         self.assertEqual(argv[argv.index("--build-dir") + 1], str(self.tmp / "course-grade-41-0"))
@@ -1628,6 +1769,23 @@ class SlurmMergeTests(unittest.TestCase):
         self.assertFalse((self.plan.run / "grade" / "carol").exists())
         self.assertIn("0,12_0,done (exit status 0),node7,2", (self.plan.run / "grade" / "tasks.csv").read_text())
 
+    def test_require_gpus_failures_reach_the_merge(self):
+        self.plan.require_gpus = True
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        shutil.rmtree(self.plan.task_folder(0))
+        self.task(0, started=True, done=3, csv=SLURM_CSV_HEADER + "alice,5,passed; 5 pt ungraded (needs 2 GPUs, found 0),"
+                  "5,5,5,graded 5 of 10 points here,,\r\n", students=("alice",))
+        self.plan.tasks[0] = ["alice"]
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        states, missing = self.merge()
+        self.assertTrue(states[0].complete and states[0].short_of_gpus)
+        self.assertTrue(missing[0].startswith("alice: Slurm job 12_0 (task 0): done (exit status 3), cases skipped for "
+                                              "missing GPUs on node7 (2 GPUs)"), missing[0])
+        self.plan.tasks = [["alice"]]  # every task done, alice's short of GPUs: the merge exits 3
+        slurm_jobs.write_run(self.plan, slurm_jobs.Resources())
+        self.assertEqual(grade.main(["--merge", str(self.plan.run)]), grade.EXIT_GPUS)
+        self.assertIn("alice", (self.plan.run / "grade" / "missing.txt").read_text())
+
     def test_merging_twice_writes_the_same_files(self):
         def snapshot():
             return {str(p.relative_to(self.plan.run)): p.read_bytes()
@@ -1678,6 +1836,10 @@ class SlurmSubmitTests(unittest.TestCase):
         warned = run_grader(*common, env=env)  # without --submit: a warning
         self.assertEqual(warned.returncode, 0, warned.stderr)
         self.assertIn("warning: the array asks for --gpus-per-task=2", warned.stderr)
+        planned = run_grader(*common, "--gpus-per-task", "0", env=env)
+        submit = next(line for line in planned.stdout.splitlines() if line.startswith("Submit with:"))
+        for option in ("--lessons 01,04", "--gpus-per-task 0", "--submit", "--timeout " + CASE_TIMEOUT):
+            self.assertIn(option, submit)  # every option given, not only --batch and --out
         accepted = run_grader(*common, "--gpus-per-task", "0", "--submit", env=env)
         self.assertEqual(accepted.returncode, 0, accepted.stderr)
         self.assertEqual((tmp / "sbatch-calls").read_text().count("called"), 3)  # build, array, merge
