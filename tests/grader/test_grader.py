@@ -1111,6 +1111,14 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     # relocation; syscall() is allowed only with the futex number.
     "early_thread": "runs code before main() that uses std::thread::",
     "syscall_write": "uses syscall (not on the list of what student code may use",
+    # Issue 43: the result channel found in memory, forged results, then a signal, an abort, a
+    # return; results for cases that have not begun; two for one case (files and descriptors
+    # are refused; RUNTIME_REASONS: what the result protocol says of each without the checks).
+    "forged_signal": "uses write (not on the list of what student code may use",
+    "forged_abort": "uses write (not on the list of what student code may use",
+    "forged_return": "uses write (not on the list of what student code may use",
+    "forged_later": "uses write (not on the list of what student code may use",
+    "forged_twice": "uses write (not on the list of what student code may use",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
@@ -1121,6 +1129,13 @@ RUNTIME_REASONS = {  # attack -> what the report says when only the run-time def
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
     "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    # Issue 43: every forger is caught by the result protocol: in the shared run, or (the signal:
+    # its run keeps no results) in a lone run, where it writes results for cases not run.
+    "forged_signal": "results tampered with: a result for a case that was not run: 'adds negative numbers'",
+    "forged_abort": "results tampered with: result record 8 is numbered 2",
+    "forged_return": "results tampered with: result record 8 is numbered 2",
+    "forged_later": "results tampered with: a result for the case 'adds negative numbers', which had not begun",
+    "forged_twice": "results tampered with: result record 3 is numbered 2",
 }
 
 
