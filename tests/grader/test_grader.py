@@ -1123,8 +1123,10 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
     "exit_zero": "the program ended (exit code 0) before the case finished",
-    "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
-    "constructor_argv": "result record 1 does not carry this run's token",  # forged before main(), without it
+    # its records come after main() closed the channel: they reach nothing, the tests' own results stand
+    "atexit_forgery": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    # forged before main(), without the token, in the protocol before issue 43 (no "event")
+    "constructor_argv": "results tampered with: result record 1 is not one the course's listener writes",
     "handmade_exception": "the test framework's own control exception",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
@@ -1232,8 +1234,9 @@ class AttackTests(unittest.TestCase):
         self.assertEqual(self.unchecked.returncode, 0, self.unchecked.stderr)
         with (TMP / "attacks-runtime-grade" / "grades.csv").open() as table:
             rows = {row["student"]: row for row in csv.DictReader(table)}
-        self.assertTrue(rows["atexit_forgery"]["01-passing status"].startswith(
-            "invalid results: the results of lesson-01 cannot be trusted: result record 4"))
+        self.assertTrue(rows["forged_signal"]["01-passing status"].startswith(
+            "invalid results: the results of lesson-01 cannot be trusted: a result for a case that was not run"))
+        self.assertIn("results tampered with", rows["forged_signal"]["findings"])
         for attack, reason in RUNTIME_REASONS.items():
             report = self.report("attacks-runtime-grade", attack)
             self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
