@@ -4,7 +4,8 @@
 // The Catch2 main of every lesson's test program: prints the GPU inventory once (to stderr,
 // so a reporter writing XML to stdout stays valid), makes device 0 current again after every
 // test case, and gives Meson an exit code made from the counts of cases. When the grader runs it, each case's result
-// also goes to the grader through the result channel (result_channel.h), opened before anything else.
+// also goes to the grader through the result channel (result_channel.h), opened before anything else
+// and closed, with the exit code, as main() returns.
 #include <cuda_runtime.h>
 
 #include <catch2/catch_session.hpp>
@@ -70,5 +71,7 @@ int main(int argc, char** argv) {
     std::cerr << course::testing::gpu_inventory() << std::flush;
   }
   const int catch2_exit_code = session.run();  // depends on Catch2's version; the counts do not
-  return run_ended ? course::testing::meson_exit_code(run_counts) : catch2_exit_code;
+  const int exit_code = run_ended ? course::testing::meson_exit_code(run_counts) : catch2_exit_code;
+  course::testing::close_result_channel(exit_code);  // the last record: the run ended as it says
+  return exit_code;
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// The grader's result channel (see result_channel.h): one JSON line per test case, written
-// by a Catch2 listener through a pipe the grader made, and a check that every one of Catch2's
-// control exceptions that anything catches was thrown by Catch2 itself after a failed check
-// or a SKIP().
+// The grader's result channel (see result_channel.h): a JSON line as each test case begins, one
+// as it ends with its result, and one when main() closes the run, written through a pipe the
+// grader made; and a check that every one of Catch2's control exceptions that anything catches
+// was thrown by Catch2 itself after a failed check or a SKIP().
 #include "result_channel.h"
 
 #include <cxxabi.h>
@@ -32,6 +32,8 @@ constexpr std::size_t kMessageLimit = 2000;  // characters of a failure message 
 
 int g_fd = -1;                         // the channel's descriptor, -1 when closed
 std::string g_token;                   // the grader's token, repeated in every record
+unsigned long g_sequence = 0;          // the number of the last record written
+unsigned long g_results = 0;           // the results written (the closing record says how many)
 std::atomic<bool> g_forged{false};     // a control exception was thrown that Catch2 did not mean
 thread_local bool t_control_expected;  // Catch2 just reported a failure or a skip on this thread
 // The control exceptions Catch2 threw on this thread in the running case (their objects):
@@ -67,6 +69,14 @@ void append_json_string(std::string& out, const std::string& text) {
     }
   }
   out += '"';
+}
+
+// A record's first fields, {"token":"...","seq":N,"event":"<event>" (the caller adds the rest and "}\n").
+std::string record_head(const char* event) {
+  std::string record = "{\"token\":";
+  append_json_string(record, g_token);
+  record += ",\"seq\":" + std::to_string(++g_sequence) + ",\"event\":\"" + event + "\"";
+  return record;
 }
 
 void write_all(const std::string& text) {
@@ -106,12 +116,16 @@ class ResultChannelListener : public Catch::EventListenerBase {
  public:
   using Catch::EventListenerBase::EventListenerBase;
 
-  void testCaseStarting(const Catch::TestCaseInfo&) override {
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
     first_failure_.clear();
     skip_reason_.clear();
     g_forged = false;
     t_control_expected = false;
     t_genuine.clear();
+    if (g_fd < 0) return;
+    std::string record = record_head("begin") + ",\"case\":";
+    append_json_string(record, info.name);
+    write_all(record + "}\n");
   }
 
   void assertionEnded(const Catch::AssertionStats& stats) override {
@@ -142,20 +156,18 @@ class ResultChannelListener : public Catch::EventListenerBase {
       message = skip_reason_;
     }
     if (message.size() > kMessageLimit) message = message.substr(0, kMessageLimit) + "...";
-    std::string record = "{\"token\":";
-    append_json_string(record, g_token);
-    record += ",\"seq\":" + std::to_string(++sequence_) + ",\"case\":";
+    std::string record = record_head("result") + ",\"case\":";
     append_json_string(record, stats.testInfo->name);
     record += ",\"status\":\"" + status + "\",\"message\":";
     append_json_string(record, message);
     record += "}\n";
+    ++g_results;
     write_all(record);
   }
 
  private:
   std::string first_failure_;
   std::string skip_reason_;
-  unsigned long sequence_ = 0;
 };
 
 }  // namespace
@@ -272,6 +284,14 @@ bool open_result_channel(int argc, char** argv) {
   close(static_cast<int>(fd));
   g_fd = moved;
   return true;
+}
+
+void close_result_channel(int exit_code) {
+  if (g_fd < 0) return;
+  write_all(record_head("end") + ",\"cases\":" + std::to_string(g_results) + ",\"exit\":" +
+            std::to_string(exit_code) + "}\n");
+  close(g_fd);
+  g_fd = -1;
 }
 
 }  // namespace course::testing

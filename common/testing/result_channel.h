@@ -8,8 +8,13 @@
 // arguments as the grader gave them. open_result_channel() reads the setup at the top of
 // main() (nothing secret is in the environment), checks the arguments (code that ran before
 // main() could have rewritten them), moves the result descriptor to a random high number
-// that child processes do not inherit, and a Catch2 listener writes one line per case as the case ends:
-//     {"token":"...","seq":1,"case":"<name>","status":"passed|failed|skipped","message":"..."}
+// that child processes do not inherit, and a Catch2 listener writes a line as each case begins
+// and one as it ends, and close_result_channel() a last one as main() returns:
+//     {"token":"...","seq":1,"event":"begin","case":"<name>"}
+//     {"token":"...","seq":2,"event":"result","case":"<name>","status":"passed|failed|skipped","message":"..."}
+//     {"token":"...","seq":3,"event":"end","cases":1,"exit":0}
+// The grader counts a result only from a process that ended the way these records say: the
+// closing record present, and the exit status the one it names (tests/grader/README.md).
 // The listener also notices when a case was ended by one of Catch2's own control exceptions
 // (what REQUIRE and SKIP() throw) that no failed check or SKIP() threw, wherever it is caught:
 // the case then fails.
@@ -23,5 +28,10 @@ namespace course::testing {
 // (after printing why to stderr) when the grader asked for a channel that cannot be used or
 // the arguments are not the grader's; the program should then end with a failure.
 bool open_result_channel(int argc, char** argv);
+
+// Call as main() returns `exit_code` after the test run: writes the run's closing record (the
+// number of results written, and `exit_code`) and closes the channel. A run that ends any
+// other way (a signal, std::exit, a hang) has no closing record, and none of its results count.
+void close_result_channel(int exit_code);
 
 }  // namespace course::testing

@@ -14,10 +14,14 @@ talk to such a program and nothing about grading:
   passed, failed, skipped, crashed or timed_out, with a message a student can read.
 
 Results come only through the result channel (common/testing/result_channel.h): a pipe made
-here for each run, into which the course's Catch2 listener writes one record per case as the
-case ends. `read_records` accepts exactly what the listener writes (the run's token, records
-numbered 1, 2, 3, ..., one per case that was asked for) and raises ChannelError on anything
-else. The record must agree with how the program ended (exit status, signal, time-out).
+here for each run, into which the course's Catch2 listener writes a record as each case begins
+and one with its result as it ends, and the course's main() a closing record with the exit
+status it returns. `read_transcript` accepts exactly what they write (the run's token, records
+numbered 1, 2, 3, ..., each case asked for begun once and its result right after, nothing after
+the closing record) and raises ChannelError on anything else: the results were tampered with.
+A result counts only from a process that ended the way the protocol says (`unclean_end`): the
+closing record, the exit status it names and its results imply, no limit reached; a run that
+ended any other way keeps none of its results.
 What the program prints is never trusted for a result; stderr is read only for the
 watchdog's line and for the last lines before a crash. Each run goes through
 limited_run.run_limited: limits, optional sandbox (RunSettings), leftovers killed.
@@ -217,10 +221,28 @@ def list_cases(program: str | Path, timeout: float = 120, cwd=None, env=None, ru
 
 # ----------------------------------------------------------------------------- the result channel
 
-def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
-    """{case name: record} from the run's result channel; ChannelError if anything in it is not
-    what the course's listener writes: one well-formed record per case, carrying the run's
-    token, numbered 1, 2, 3, ... and naming a case that this run was asked to run."""
+_SHAPES = {"begin": {"token", "seq", "event", "case"},
+           "result": {"token", "seq", "event", "case", "status", "message"},
+           "end": {"token", "seq", "event", "cases", "exit"}}
+
+
+@dataclasses.dataclass
+class Transcript:
+    """What one run's result channel says, checked against the protocol (read_transcript)."""
+
+    records: dict[str, dict]  # {case name: its result record}
+    began: list[str]  # the cases in the order they began
+    running: str | None = None  # the case that began and has no result: the process ended inside it
+    end: dict | None = None  # the closing record main() writes as it returns
+
+
+def read_transcript(outcome: Outcome, expected: list[str]) -> Transcript:
+    """The run's result channel, read by the protocol the course's test main speaks; ChannelError
+    (the results were tampered with) on anything it never writes. Every record carries the run's
+    token and is numbered 1, 2, 3, ...; a case `begin`s (one that this run was asked to run, once)
+    and its `result` follows before anything else; main() closes the run with an `end` record
+    that counts the results, after which nothing comes. A run may stop anywhere (a crash, a
+    hang): its transcript then ends early, and `running` names the case it ended in."""
     if outcome.channel_exceeded:
         raise ChannelError(f"more than {CHANNEL_CAP // 1024} KB came through the result channel")
     data = outcome.channel or b""
@@ -229,43 +251,98 @@ def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
         killed = outcome.timed_out or outcome.output_exceeded or (outcome.exit_code or 0) < 0
         if not killed:
             raise ChannelError("the result channel ends in the middle of a record")
-    records: dict[str, dict] = {}
+    transcript = Transcript(records={}, began=[])
     for number, line in enumerate(lines[:-1], start=1):
         record = parse_record(line)
         if record is None:
             raise ChannelError(f"result record {number} is not one the course's listener writes")
+        event = record["event"]
         if record["token"] != outcome.token:
             raise ChannelError(f"result record {number} does not carry this run's token")
         if record["seq"] != number:
             raise ChannelError(f"result record {number} is numbered {record['seq']!r}")
+        if transcript.end is not None:
+            raise ChannelError(f"result record {number} comes after the run was closed")
+        if event == "end":
+            if transcript.running is not None:
+                raise ChannelError(f"the run was closed while the case '{transcript.running}' had no result")
+            if record["cases"] != len(transcript.records):
+                raise ChannelError(f"the run was closed with {record['cases']!r} results, but "
+                                   f"{len(transcript.records)} came")
+            transcript.end = record
+            continue
         name = record["case"]
         if name not in expected:
             raise ChannelError(f"a result for a case that was not run: {str(name)[:200]!r}")
-        if name in records:
-            raise ChannelError(f"two results for the case '{name}'")
-        records[name] = record
-    return records
+        if event == "begin":
+            if transcript.running is not None:
+                raise ChannelError(f"the case '{name}' began while the case '{transcript.running}' had no result")
+            if name in transcript.began:
+                raise ChannelError(f"the case '{name}' began twice")
+            transcript.began.append(name)
+            transcript.running = name
+        else:
+            if name in transcript.records:
+                raise ChannelError(f"two results for the case '{name}'")
+            if transcript.running != name:
+                raise ChannelError(f"a result for the case '{name}', which had not begun")
+            transcript.records[name] = record
+            transcript.running = None
+    return transcript
+
+
+def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
+    """{case name: result record} of the run's result channel (read_transcript's checks)."""
+    return read_transcript(outcome, expected).records
+
+
+def unclean_end(outcome: Outcome, transcript: Transcript, cases: int) -> str:
+    """'' when the run of `cases` cases ended the way the protocol says, and its results count:
+    a result for every case, the closing record, the exit status that record names and that its
+    results imply, on its own (no limit stopped it) and with nothing left running. Otherwise
+    how it ended instead, in words."""
+    code = outcome.exit_code
+    if outcome.output_exceeded:
+        return "printed too much"
+    if outcome.stalled:
+        return "stalled"
+    if outcome.timed_out:
+        return "timed out"
+    if code is None or code < 0 or code == WATCHDOG_EXIT_CODE:
+        return describe_exit(code)
+    if transcript.end is None:
+        return f"{describe_exit(code)} without closing its run"
+    if transcript.end["exit"] != code:
+        return f"{describe_exit(code)} after closing its run with exit code {transcript.end['exit']}"
+    if len(transcript.records) != cases:
+        return f"{describe_exit(code)} with results for {len(transcript.records)} of {cases} cases"
+    if code != expected_exit_code(list(transcript.records.values())):
+        return f"{describe_exit(code)}, not the status its results imply"
+    if outcome.left_behind:
+        return f"left {outcome.left_behind} process(es) running"
+    return ""
 
 
 RECORD_BYTES = 64 * 1024  # the longest record line: the listener's is a 2000-byte message, each byte at most \u00XX
-RECORD_FIELDS = {"token": str, "seq": int, "case": str, "status": str, "message": str}
+FIELD_TYPES = {"token": str, "seq": int, "event": str, "case": str, "status": str, "message": str, "cases": int,
+               "exit": int}  # the type of every field a record of the protocol has (_SHAPES: which fields)
 
 
 def parse_record(line: bytes) -> dict | None:
-    """One line of the result channel as the listener writes it: a flat JSON object of exactly
-    RECORD_FIELDS, each of its type, a known status, at most RECORD_BYTES; None for anything else.
-    The line is the student's program's to write, so nothing in it may raise here: not a nesting
-    deep enough to exhaust Python's recursion (json.loads raises RecursionError), not a number too
-    long to convert, not invalid UTF-8."""
+    """One line of the result channel as the listener or main() writes it: a flat JSON object of
+    exactly the fields of its event (_SHAPES), each of its type (FIELD_TYPES), a known status, at
+    most RECORD_BYTES; None for anything else. The line is the student's program's to write, so
+    nothing in it may raise here: not a nesting deep enough to exhaust Python's recursion
+    (json.loads raises RecursionError), not a number too long to convert, not invalid UTF-8."""
     if len(line) > RECORD_BYTES:
         return None
     try:
         record = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(record, dict) or set(record) != set(RECORD_FIELDS) \
-            or any(type(record[key]) is not kind for key, kind in RECORD_FIELDS.items()) \
-            or record["status"] not in (PASSED, FAILED, SKIPPED):
+    if not isinstance(record, dict) or set(record) != _SHAPES.get(record.get("event")) \
+            or any(type(record[key]) is not FIELD_TYPES[key] for key in record) \
+            or (record["event"] == "result" and record["status"] not in (PASSED, FAILED, SKIPPED)):
         return None
     return record
 
@@ -298,16 +375,24 @@ def escape_test_name(name: str) -> str:
 def run_case(program: str | Path, case: TestCase, timeout: float, cwd=None, env=None,
              run: RunSettings = DEFAULT_RUN, watchdog_cap: float | None = None) -> CaseResult:
     """Runs one case in a fresh process and classifies the outcome (ChannelError when the
-    result channel was tampered with). `watchdog_cap`: seconds the tests' watchdogs may wait at
+    result channel was tampered with); its result counts only if main() closed the run with the
+    exit status the program ended with. `watchdog_cap`: seconds the tests' watchdogs may wait at
     most (run_cases gives it to the lone runs of a lesson known to deadlock)."""
     with tempfile.TemporaryDirectory(prefix="catch2-case-") as scratch:
         outcome = _run(program, [escape_test_name(case.name), "--reporter", "console"], timeout, Path(scratch),
                        env, run, channel=True, cap=watchdog_cap)
-    records = read_records(outcome, [case.name])
-    status, message = classify(case, outcome, records.get(case.name), timeout)
+    transcript = read_transcript(outcome, [case.name])
+    record = transcript.records.get(case.name)
+    closed = transcript.end is not None and transcript.end["exit"] == outcome.exit_code
+    status, message = classify(case, outcome, record, timeout, closed)
     result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
                         seconds=outcome.seconds, stdout=outcome.stdout, stderr=outcome.stderr)
     result.findings = findings_of(outcome)
+    if record is not None and record["status"] != FAILED and transcript.end is None and not outcome.timed_out:
+        # what a forger does who writes its own case's result and then ends the process before
+        # the test could: the result does not count, and a person should look
+        result.findings.append(f"the case reported '{record['status']}', then the program ended "
+                               f"({describe_exit(outcome.exit_code)}) without closing its run: not counted")
     return judge_skip(result, run.gpus)
 
 
@@ -329,39 +414,44 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
     `retry_alone(result)` is true.
 
     Each case has `timeout` seconds (`case_timeouts[name]` where given) in the shared run too: the
-    run is stopped when no result has come for that long (limited_run's stall time-out). A result
-    of the shared run counts when the whole run agrees with itself: it ended on its own, left no
-    process behind, and its exit status is the one its results imply. A run that STOPPED at a case
-    (a hang, the watchdog, a crash: no result for that case, results for exactly the cases before
-    it, nothing left running, output within its cap) keeps the results of the cases before it,
-    and then:
-      - if the case it stopped at was the run's first, that run was the case's own run (a fresh
+    run is stopped when no record has come for that long (limited_run's stall time-out). The
+    results of a shared run count only when it ended the way the protocol says (unclean_end: a
+    result for every case, the closing record, the exit status that record names and its results
+    imply, no limit reached, nothing left running). A run that ended any other way keeps NONE of
+    its results, whatever they say; when it ended inside a case (a crash, a hang, the watchdog:
+    that case began and has no result):
+      - if that case was the first this process began, that run was the case's own run (a fresh
         process that had run nothing else): its outcome is the case's result, not run again;
       - otherwise the next run starts with that case, so it gets a fresh process of its own
         before anything else runs in it (a case that hung only because of what earlier cases
-        left behind passes there);
-    and the cases after it run on together in that next run. Once a case has hung (or tripped the
-    watchdog) in its own run, the lesson is known to deadlock: every case still without a
-    result runs alone, so that no further hang is waited for twice (once after other cases, once
-    in its own process), and with its watchdog cap (`watchdog_caps[name]`, where given: the
-    tests' watchdogs end every watched call after that many seconds, COURSE_WATCHDOG_CAP_MS), so
-    that a further hang ends as a failure within seconds instead of costing a whole time-out;
-    the first hang is judged with the full limits, in the shared run and in its own. Any other
-    disagreement (every case reported but the exit status does not fit, a process left running
-    by a program that ended, too much output) and every case runs alone. The grader retries
-    every case that did not pass (but see worth_running_alone), so that a case failing only
-    because an earlier one left the CUDA context broken still gets its points. Each shared run
-    gets twice the longest case time-out plus a minute (or ten times it, if less) per ten cases
-    in all.
+        left behind passes there), and the cases after it run on together in that next run;
+    and the cases whose results that run claimed are run again, together, once the others have
+    a result (the second pass; a run of it that does not end cleanly sends each of its cases
+    alone). Once a case has hung (or tripped the watchdog) in its own run, the lesson is known
+    to deadlock: every case not yet run again runs alone, so that no further hang is waited for
+    twice (once after other cases, once in its own process), and with its watchdog cap
+    (`watchdog_caps[name]`, where given: the tests' watchdogs end every watched call after that
+    many seconds, COURSE_WATCHDOG_CAP_MS), so that a further hang ends as a failure within
+    seconds instead of costing a whole time-out (the second pass runs together under the largest
+    of its cases' caps); the first hang is judged with the full limits, in the shared run and in
+    its own. A run that ended otherwise (between cases, after them, with too much output, leaving
+    a process running) sends every case alone. A lone run's result counts only from a clean end
+    too (run_case). The grader retries every case that did not pass (but see
+    worth_running_alone), so that a case failing only because an earlier one left the CUDA
+    context broken still gets its points. Each shared run gets twice the longest case time-out
+    plus a minute (or ten times it, if less) per ten cases in all.
     `timings`, when given, receives one dict per run and per case (the grader's --profile).
-    Raises ChannelError when the result channel holds anything the listener does not write.
+    Raises ChannelError when the result channel holds anything the protocol does not write.
     """
     if not cases:
         return []
     limits = {case.name: (case_timeouts or {}).get(case.name, timeout) for case in cases}
+    caps = watchdog_caps or {}
     results: dict[str, CaseResult] = {}
-    shared_findings: dict[str, str | None] = {}  # {finding: the case its run stopped at (None: ran to its end)}
-    pending = list(cases)
+    shared_findings: dict[str, str | None] = {}  # {finding: the case its run stopped in (None: none)}
+    queue = list(cases)  # the cases the next shared run runs
+    again: list[TestCase] = []  # results claimed by a run that did not end cleanly: run them again
+    second_pass = False  # the queue holds such cases
     every_case = True  # the first run selects no case by name: the program runs all its visible cases
 
     def accept(case: TestCase, record: dict, outcome: Outcome, together: int) -> None:
@@ -372,46 +462,52 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
             result = _alone(program, case, limits[case.name], env, run, timings)
         results[case.name] = result
 
+    def alone(each: list[TestCase], capped: bool) -> None:
+        for case in each:
+            results[case.name] = _alone(program, case, limits[case.name], env, run, timings,
+                                        cap=caps.get(case.name) if capped else None)
+
     deadlocks = False  # a case hung in its own run: the rest run alone
-    while pending:
-        if deadlocks:
-            for case in pending:
-                results[case.name] = _alone(program, case, limits[case.name], env, run, timings,
-                                            cap=(watchdog_caps or {}).get(case.name))
-            break
-        outcome = _run_together(program, pending, limits, every_case, env, run)
+    while queue or again:
+        if not queue:
+            queue, again, second_pass = [case for case in cases if case in again], [], True
+        if deadlocks and not (second_pass and len(queue) > 1):
+            alone(queue, capped=True)
+            queue = []
+            continue
+        cap = max((caps.get(case.name) for case in queue if case.name in caps), default=None) if deadlocks else None
+        outcome = _run_together(program, queue, limits, every_case, env, run, cap)
         every_case = False
-        records = read_records(outcome, [case.name for case in pending])
-        _time_run(outcome, pending, records, timings)
-        stuck = next((case.name for case in pending if case.name not in records), None)
+        transcript = read_transcript(outcome, [case.name for case in queue])
+        why = unclean_end(outcome, transcript, len(queue))
+        _time_run(outcome, queue, transcript, why, timings)
         for finding in findings_of(outcome):
-            shared_findings.setdefault(finding, stuck)
-        complete = len(records) == len(pending)
-        if complete and not outcome.timed_out and not outcome.output_exceeded and not outcome.left_behind \
-                and outcome.exit_code == expected_exit_code(list(records.values())):
-            for case in pending:
-                accept(case, records[case.name], outcome, len(pending))
-            break
-        stop = next(index for index, case in enumerate(pending + [None]) if case is None or case.name not in records)
-        stopped_early = (not complete and len(records) == stop and not outcome.output_exceeded
-                         and not outcome.left_behind and not outcome.channel_exceeded)
-        if not stopped_early:
-            for case in pending:
-                results[case.name] = _alone(program, case, limits[case.name], env, run, timings)
-            break
-        for case in pending[:stop]:
-            accept(case, records[case.name], outcome, len(pending))
-        if stop == 0:  # the case ran first in a fresh process: that was its own run
-            case = pending[0]
-            status, message = classify(case, outcome, None, limits[case.name])
-            result = CaseResult(case=case, status=status, message=message, exit_code=outcome.exit_code,
+            shared_findings.setdefault(finding, transcript.running)
+        if not why:
+            for case in queue:
+                accept(case, transcript.records[case.name], outcome, len(queue))
+            queue = []
+            continue
+        # Not a clean end: none of this run's results count.
+        claimed = [case for case in queue if case.name in transcript.records]
+        stopped_at = next((case for case in queue if case.name == transcript.running), None)
+        if second_pass or deadlocks or outcome.output_exceeded or outcome.left_behind \
+                or (stopped_at is None and (not claimed or len(claimed) == len(queue))):
+            alone(queue, capped=deadlocks)  # no one case to blame: every case alone
+            queue = []
+            continue
+        again += claimed
+        queue = [case for case in queue if case not in claimed]
+        if stopped_at is not None and transcript.began == [stopped_at.name]:
+            # the case ran first in a fresh process: that was its own run
+            status, message = classify(stopped_at, outcome, None, limits[stopped_at.name], closed=False)
+            result = CaseResult(case=stopped_at, status=status, message=message, exit_code=outcome.exit_code,
                                 seconds=outcome.seconds, stdout=outcome.stdout, stderr=outcome.stderr,
-                                shared_with=1 if len(pending) > 1 else 0)
+                                shared_with=1 if len(queue) > 1 else 0)
             result.findings = findings_of(outcome)
-            results[case.name] = judge_skip(result, run.gpus)
+            results[stopped_at.name] = judge_skip(result, run.gpus)
             deadlocks = status == TIMED_OUT
-            stop = 1
-        pending = pending[stop:]
+            queue.remove(stopped_at)
     ordered = [results[case.name] for case in cases]
     # What a person should read about the shared runs stays, whatever the cases' own runs said: on
     # the case the run stopped at (the one that hung), else on the first.
@@ -422,15 +518,16 @@ def run_cases(program: str | Path, cases: list[TestCase], timeout: float, retry_
 
 
 def _run_together(program, pending: list[TestCase], limits: dict[str, float], every_case: bool, env,
-                  run: RunSettings) -> Outcome:
+                  run: RunSettings, cap: float | None = None) -> Outcome:
     """One process running `pending` (all the program's cases when `every_case`), each case given
-    its own limit since the previous result."""
+    its own limit from its previous record (its begin, and its result), `cap` the watchdogs'."""
     longest = max(limits[case.name] for case in pending)
     total = 2 * longest + min(60, 10 * longest) * (1 + len(pending) // 10)
     selection = [] if every_case else [",".join(escape_test_name(case.name) for case in pending)]
+    stall = [limits[case.name] for case in pending for _record in ("begin", "result")]
     with tempfile.TemporaryDirectory(prefix="catch2-all-") as scratch:
         return _run(program, selection + ["--reporter", "console"], total, Path(scratch), env, run, channel=True,
-                    stall=[limits[case.name] for case in pending])
+                    stall=stall, cap=cap)
 
 
 def _alone(program, case: TestCase, timeout: float, env, run: RunSettings, timings: list[dict] | None,
@@ -442,19 +539,22 @@ def _alone(program, case: TestCase, timeout: float, env, run: RunSettings, timin
     return result
 
 
-def _time_run(outcome: Outcome, pending: list[TestCase], records: dict[str, dict], timings: list[dict] | None) -> None:
+def _time_run(outcome: Outcome, pending: list[TestCase], transcript: Transcript, unclean: str,
+              timings: list[dict] | None) -> None:
     """One shared run's entry in `timings`, and each reported case's time in it: from the
     previous result (the first case's from the start, so it holds the process's start-up)."""
     if timings is None:
         return
-    ended = "stalled" if outcome.stalled else "timed out" if outcome.timed_out else describe_exit(outcome.exit_code)
-    timings.append({"step": "shared run", "cases": len(pending), "reported": len(records),
-                    "seconds": round(outcome.seconds, 3), "ended": ended})
-    names = sorted(records, key=lambda name: records[name]["seq"])
+    timings.append({"step": "shared run", "cases": len(pending), "reported": len(transcript.records),
+                    "seconds": round(outcome.seconds, 3), "ended": unclean or describe_exit(outcome.exit_code),
+                    "counted": not unclean})
     previous = 0.0
-    for name, arrived in zip(names, outcome.record_seconds):
+    for name, record in sorted(transcript.records.items(), key=lambda item: item[1]["seq"]):
+        if record["seq"] > len(outcome.record_seconds):
+            break
+        arrived = outcome.record_seconds[record["seq"] - 1]
         timings.append({"step": "case", "case": name, "seconds": round(arrived - previous, 3),
-                        "status": records[name]["status"], "first": previous == 0.0})
+                        "status": record["status"], "first": previous == 0.0})
         previous = arrived
 
 
@@ -507,8 +607,10 @@ def findings_of(outcome: Outcome) -> list[str]:
     return found
 
 
-def classify(case: TestCase, outcome: Outcome, record: dict | None, timeout: float) -> tuple[str, str]:
-    """(status, message) from the case's record (None if none came) and how the program ended."""
+def classify(case: TestCase, outcome: Outcome, record: dict | None, timeout: float, closed: bool) -> tuple[str, str]:
+    """(status, message) from the case's record (None if none came) and how the program ended;
+    `closed`: the program's main() closed the run with the exit status the program ended with
+    (a case passes or skips only then)."""
     watchdog = watchdog_line(outcome.stderr)
     if outcome.output_exceeded:
         return CRASHED, (f"the program printed more than the {outcome.output_cap // (1024 * 1024)} MB allowed "
@@ -534,6 +636,9 @@ def classify(case: TestCase, outcome: Outcome, record: dict | None, timeout: flo
                         "a case must end everything it starts")
     if status == FAILED:
         return FAILED, message
+    if not closed:
+        return CRASHED, f"the case {'finished' if status == PASSED else 'skipped'}, but the program then ended " \
+            f"({describe_exit(code)}) other than as its test main closed the run" + _tail_text(outcome.stderr)
     if status == SKIPPED and code in SKIP_EXIT_CODES:
         return SKIPPED, message
     if status == PASSED and code == 0:

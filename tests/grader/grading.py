@@ -451,11 +451,11 @@ def grade_built(lesson: Lesson, program: Path, target: str, checker: integrity.C
             results = runner.run_cases(program, listing.cases, how.timeout, run=how.run,
                                        retry_alone=runner.worth_running_alone, case_timeouts=how.case_timeouts,
                                        watchdog_caps=how.watchdog_caps, timings=timings)
-    except runner.ChannelError as error:
+    except runner.ChannelError as error:  # only a writer other than the course's test main does that
         message = f"the results of {lesson.target} cannot be trusted: {error}"
         grade = LessonGrade(lesson, problem=message, problem_status=INVALID, log=log)
         grade.results = [runner.stand_in(case, INVALID, message, how.run.gpus) for case in listing.cases]
-        grade.findings.append(f"result channel: {error}")
+        grade.findings.append(f"results tampered with: {error}")
         return grade
     if how.profile:
         how.profile.add_runs(lesson.slug, timings)

@@ -124,16 +124,35 @@ def outcome(code, stderr="", timed_out=False, channel=b"", token="t0k", **kwargs
 
 
 def record_line(case="a case", status="passed", message="", seq=1, token="t0k") -> bytes:
-    return (json.dumps({"token": token, "seq": seq, "case": case, "status": status, "message": message})
+    """A case's result record, as the course's listener writes it."""
+    return (json.dumps({"token": token, "seq": seq, "event": "result", "case": case, "status": status,
+                        "message": message}) + "\n").encode()
+
+
+def begin_line(case="a case", seq=1, token="t0k") -> bytes:
+    return (json.dumps({"token": token, "seq": seq, "event": "begin", "case": case}) + "\n").encode()
+
+
+def end_line(cases: int, exit_code: int, seq: int, token="t0k") -> bytes:
+    return (json.dumps({"token": token, "seq": seq, "event": "end", "cases": cases, "exit": exit_code})
             + "\n").encode()
+
+
+def transcript(*results: tuple[str, str], end: int | None = None) -> bytes:
+    """The records of a run of `results` ((case, status), ...), closed with exit status `end` if given."""
+    data, seq = b"", 0
+    for case, status in results:
+        data += begin_line(case, seq + 1) + record_line(case, status, seq=seq + 2)
+        seq += 2
+    return data + (end_line(len(results), end, seq + 1) if end is not None else b"")
 
 
 class RunnerUnitTests(unittest.TestCase):
     case = runner.TestCase(name="a case", tags=["01-x", "task:1", "points:2"])
 
-    def classify(self, status=None, message="", code=0, stderr="", **kwargs):
+    def classify(self, status=None, message="", code=0, stderr="", closed=True, **kwargs):
         record = None if status is None else {"status": status, "message": message}
-        return runner.classify(self.case, outcome(code, stderr, **kwargs), record, 5)
+        return runner.classify(self.case, outcome(code, stderr, **kwargs), record, 5, closed)
 
     def test_only_a_case_that_may_pass_alone_runs_again(self):
         def result(status, message=""):
@@ -215,24 +234,57 @@ class RunnerUnitTests(unittest.TestCase):
         self.assertEqual(status, runner.FAILED)
         self.assertIn("left 1 process(es) running", message)
 
-    def test_read_records(self):
-        good = record_line("a", seq=1) + record_line("b", "failed", "boom", seq=2)
-        records = runner.read_records(outcome(1, channel=good), ["a", "b", "c"])
-        self.assertEqual((records["a"]["status"], records["b"]["message"]), ("passed", "boom"))
+    def test_read_transcript(self):
+        good = transcript(("a", "passed"), ("b", "failed"), end=1)
+        read = runner.read_transcript(outcome(1, channel=good), ["a", "b", "c"])
+        self.assertEqual((read.records["a"]["status"], read.records["b"]["status"]), ("passed", "failed"))
+        self.assertEqual((read.began, read.running, read.end["exit"]), (["a", "b"], None, 1))
+        stopped = runner.read_transcript(outcome(-11, channel=transcript(("a", "passed")) + begin_line("b", 3)),
+                                         ["a", "b"])
+        self.assertEqual((stopped.running, stopped.end), ("b", None))
         bad = {
-            "token": record_line("a", token="forged"),
-            "numbered": record_line("a", seq=2),
-            "was not run": record_line("z"),
-            "two results": record_line("a") + record_line("a", seq=2),
+            "token": begin_line("a", token="forged"),
+            "numbered": begin_line("a", seq=2),
+            "was not run": begin_line("z"),
+            "two results": transcript(("a", "passed")) + record_line("a", seq=3),
             "not one the course's listener writes": b'{"case": "a"}\n',
-            "middle of a record": record_line("a")[:-5],
+            "middle of a record": begin_line("a")[:-5],
+            "which had not begun": begin_line("a") + record_line("b", seq=2),
+            "began twice": transcript(("a", "passed")) + begin_line("a", 3),
+            "began while the case 'a' had no result": begin_line("a") + begin_line("b", 2),
+            "after the run was closed": transcript(("a", "passed"), end=0) + begin_line("b", 4),
+            "closed while the case 'b' had no result": transcript(("a", "passed")) + begin_line("b", 3) + end_line(1, 0, 4),
+            "closed with 2 results, but 1 came": transcript(("a", "passed")) + end_line(2, 0, 3),
+            "result record 3 is not one": transcript(("a", "passed")) + end_line(True, 0, 3),
         }
         for why, data in bad.items():
             with self.assertRaises(runner.ChannelError, msg=why) as caught:
-                runner.read_records(outcome(0, channel=data), ["a", "b"])
+                runner.read_transcript(outcome(0, channel=data), ["a", "b"])
             self.assertIn(why, str(caught.exception))
         with self.assertRaises(runner.ChannelError):
-            runner.read_records(outcome(0, channel=b"", channel_exceeded=True), ["a"])
+            runner.read_transcript(outcome(0, channel=b"", channel_exceeded=True), ["a"])
+
+    def test_a_run_counts_only_from_a_clean_end(self):
+        def unclean(code, data, cases=2, **kwargs):
+            return runner.unclean_end(outcome(code, **kwargs), runner.read_transcript(outcome(code, channel=data),
+                                                                                   ["a", "b"]), cases)
+        both = transcript(("a", "passed"), ("b", "failed"), end=1)
+        self.assertEqual(unclean(1, both), "")
+        self.assertEqual(unclean(-9, both), "SIGKILL (signal 9)")  # the records say nothing about the end
+        self.assertEqual(unclean(1, transcript(("a", "passed"), ("b", "failed"))),
+                         "exit code 1 without closing its run")
+        self.assertEqual(unclean(0, both), "exit code 0 after closing its run with exit code 1")
+        self.assertEqual(unclean(0, transcript(("a", "passed"), ("b", "failed"), end=0)),
+                         "exit code 0, not the status its results imply")
+        self.assertEqual(unclean(0, transcript(("a", "passed"), end=0)), "exit code 0 with results for 1 of 2 cases")
+        self.assertEqual(unclean(70, both), "exit code 70")
+        self.assertEqual(unclean(1, both, left_behind=1), "left 1 process(es) running")
+        self.assertEqual(unclean(1, both, timed_out=True), "timed out")
+        # a lone run's passed record counts only when main() closed the run
+        status, message = self.classify("passed", code=0, closed=False)
+        self.assertEqual(status, runner.CRASHED)
+        self.assertIn("other than as its test main closed the run", message)
+        self.assertEqual(self.classify("skipped", "x", code=77, closed=False)[0], runner.CRASHED)
 
     def test_skips_judged_by_the_probe(self):
         two = runner.TestCase(name="two", tags=[], gpus=2)
@@ -271,9 +323,10 @@ class ChannelDataTests(unittest.TestCase):
                 self.assertIn("is not one the course's listener writes", str(caught.exception))
 
     def test_a_record_as_the_listener_writes_it_is_read(self):
-        longest = record_line("a", "failed", "\x1b" * 2003)  # the listener's longest message, every byte escaped
+        longest = record_line("a", "failed", "\x1b" * 2003, seq=2)  # the listener's longest message, every byte escaped
         self.assertLess(len(longest), runner.RECORD_BYTES)
-        self.assertEqual(runner.read_records(outcome(1, channel=longest), ["a"])["a"]["message"], "\x1b" * 2003)
+        channel = begin_line("a") + longest + end_line(1, 1, 3)
+        self.assertEqual(runner.read_records(outcome(1, channel=channel), ["a"])["a"]["message"], "\x1b" * 2003)
 
 
 class TextSafetyTests(unittest.TestCase):
@@ -349,21 +402,33 @@ def a_grade(*lessons) -> scoring.Grade:
 
 # A stand-in for a lesson's test program that speaks the result channel as the course's main
 # does: FAKE_CASES="a:pass,b:hang,c:hang-after-a" lists its cases in order; an argument selects
-# some (a comma-separated list, as run_cases writes it); "hang" sleeps, "hang-after-a" sleeps
-# only when case a ran before it in the same process; "hang-with-helper" hangs after starting a
-# process in a session of its own (as a GPU process killed in a hung NCCL call outlives the
-# kill of its group for a while). A hang under COURSE_WATCHDOG_CAP_MS ends as
-# the course's watchdog ends one: its line on stderr and exit code 70, after that many ms.
+# some (a comma-separated list, as run_cases writes it); "fail" fails, "crash" dies of SIGSEGV,
+# "hang" sleeps, "hang-after-a" sleeps only when case a ran before it in the same process;
+# "hang-with-helper" hangs after starting a process in a session of its own (as a GPU process
+# killed in a hung NCCL call outlives the kill of its group for a while). A hang under
+# COURSE_WATCHDOG_CAP_MS ends as the course's watchdog ends one: its line on stderr and exit
+# code 70, after that many ms. The forgers, which implement nothing (their case fails):
+# "forge-kill" writes a passed result for its own case, then ends with SIGKILL; "forge-later"
+# writes passed results for its case and every later case of the lesson (each begun), the run's
+# closing record too, then ends with SIGKILL; "forge-abort" does that and ends with SIGABRT;
+# "forge-return" does that and returns (its case then fails, as the listener says);
+# "forge-twice" writes a passed result for its own case and returns.
 FAKE_PROGRAM = """#!/usr/bin/env python3
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 setup = os.fdopen(int(os.environ["COURSE_RESULT_SETUP_FD"]), "rb").read().decode().split("\\n")
 channel = os.fdopen(int(os.environ["COURSE_RESULT_FD"]), "w")
 chosen = [a for a in sys.argv[1:] if not a.startswith("-") and a != "console"]
-ran, seq = [], 0
-for entry in os.environ["FAKE_CASES"].split(","):
-    name, how = entry.split(":")
-    if chosen and name not in chosen[0].split(","):
-        continue
+ran, seq, results, failed = [], 0, 0, False
+def write(**record):
+    global seq
+    seq += 1
+    channel.write(json.dumps({"token": setup[0], "seq": seq, **record}) + "\\n")
+    channel.flush()
+cases = [entry.split(":") for entry in os.environ["FAKE_CASES"].split(",")]
+every_name = [name for name, _ in cases]
+cases = [(name, how) for name, how in cases if not chosen or name in chosen[0].split(",")]
+for index, (name, how) in enumerate(cases):
+    write(event="begin", case=name)
     if how == "hang-with-helper":  # a helper in a session of its own, still there when the run is stopped
         subprocess.Popen(["sleep", "60"], start_new_session=True)
     if how in ("hang", "hang-with-helper") or (how == "hang-after-a" and "a" in ran):
@@ -374,10 +439,27 @@ for entry in os.environ["FAKE_CASES"].split(","):
             sys.stderr.flush()
             os._exit(70)
         time.sleep(60)
+    if how == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how in ("forge-kill", "forge-twice"):
+        write(event="result", case=name, status="passed", message="")
+        if how == "forge-kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+    if how in ("forge-later", "forge-abort", "forge-return"):
+        write(event="result", case=name, status="passed", message="")
+        for later in every_name[every_name.index(name) + 1:]:  # the lesson's, as a forger knows them
+            write(event="begin", case=later)
+            write(event="result", case=later, status="passed", message="")
+        write(event="end", cases=len(every_name), exit=0)
+        if how != "forge-return":
+            os.kill(os.getpid(), signal.SIGKILL if how == "forge-later" else signal.SIGABRT)
     ran.append(name)
-    seq += 1
-    channel.write(json.dumps({"token": setup[0], "seq": seq, "case": name, "status": "passed", "message": ""}) + "\\n")
-    channel.flush()
+    status = "failed" if how == "fail" or how.startswith("forge") else "passed"
+    failed = failed or status == "failed"
+    results += 1
+    write(event="result", case=name, status=status, message="NOT_IMPLEMENTED: task 1" if status == "failed" else "")
+write(event="end", cases=results, exit=int(failed))
+sys.exit(int(failed))
 """
 
 
@@ -427,8 +509,10 @@ class RunCasesTests(unittest.TestCase):
         runs = self.runs_of(timings)
         # b's hang is judged with the full time-out twice (after a, then in its own process); only
         # then do c and d get their caps, and c's hang ends under its watchdog, not a time-out.
+        # a's result came from a run that did not end cleanly: a runs again, last (alone, under its cap,
+        # once the lesson is known to deadlock)
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "timed_out"),
-                                ("alone", "d", "passed")])
+                                ("alone", "d", "passed"), ("alone", "a", "passed")])
         self.assertIn("WATCHDOG: c did not finish", self.messages["c"])
         lone_c = next(t for t in timings if t["step"] == "alone" and t["case"] == "c")
         self.assertLess(lone_c["seconds"], 2.0)
@@ -443,7 +527,7 @@ class RunCasesTests(unittest.TestCase):
                                     "d": runner.TIMED_OUT})
         runs = self.runs_of(timings)
         self.assertEqual(runs, [("shared run", 4, "stalled"), ("shared run", 3, "stalled"), ("alone", "c", "passed"),
-                                ("alone", "d", "timed_out")])
+                                ("alone", "d", "timed_out"), ("alone", "a", "passed")])
 
     def test_the_finding_of_a_shared_run_that_hung_names_the_case_that_hung(self):
         self.run_fake("a:pass,b:hang,c:pass")
@@ -451,19 +535,50 @@ class RunCasesTests(unittest.TestCase):
         self.assertEqual(shared["a"], [])  # the first case of the run did not hang
         self.assertTrue(shared["b"], self.findings)
 
-    def test_processes_of_a_stopped_run_are_not_left_behind_and_its_results_stand(self):
+    def test_processes_of_a_stopped_run_are_not_left_behind_and_its_results_are_run_again(self):
         statuses, timings = self.run_fake("a:pass,b:hang-with-helper,c:pass")
         self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.TIMED_OUT, "c": runner.PASSED})
-        # a's result from the stalled run stands (it is not run alone), b gets its own process
-        # and hangs there: the lesson deadlocks, and c runs alone
+        # the stalled run's result for a does not count; b gets its own process and hangs there:
+        # the lesson deadlocks, and c runs alone, then a (the helper was the stopped run's own)
         self.assertEqual(self.runs_of(timings), [("shared run", 3, "stalled"), ("shared run", 2, "stalled"),
-                                                 ("alone", "c", "passed")])
+                                                 ("alone", "c", "passed"), ("alone", "a", "passed")])
 
     def test_a_case_that_hangs_only_after_another_gets_a_fresh_process(self):
         statuses, timings = self.run_fake("a:pass,b:hang-after-a,c:pass")
         self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.PASSED, "c": runner.PASSED})
         runs = [(t["step"], t.get("cases"), t.get("ended")) for t in timings if t["step"] != "case"]
-        self.assertEqual(runs, [("shared run", 3, "stalled"), ("shared run", 2, "exit code 0")])
+        self.assertEqual(runs, [("shared run", 3, "stalled"), ("shared run", 2, "exit code 0"),
+                                ("shared run", 1, "exit code 0")])
+
+    def test_a_crash_costs_its_own_case_and_one_run_of_the_cases_before_it(self):
+        statuses, timings = self.run_fake("a:pass,b:crash,c:pass,d:fail")
+        self.assertEqual(statuses, {"a": runner.PASSED, "b": runner.CRASHED, "c": runner.PASSED, "d": runner.FAILED})
+        # the first run's result for a does not count: b crashes first in a fresh process (its own
+        # run), c and d run on together, and a runs again with the other cases a run claimed
+        self.assertEqual(self.runs_of(timings), [("shared run", 4, "SIGSEGV (signal 11)"),
+                                                 ("shared run", 3, "SIGSEGV (signal 11)"),
+                                                 ("shared run", 2, "exit code 1"), ("shared run", 1, "exit code 0")])
+
+    def test_a_result_forged_before_a_signal_counts_for_nothing(self):
+        """The round-3 attack: case b writes a passed result for itself, then ends the process with
+        a signal no test framework catches. Before, the run 'stopped at' c kept b's result."""
+        statuses, timings = self.run_fake("a:fail,b:forge-kill,c:fail")
+        self.assertEqual(statuses, {"a": runner.FAILED, "b": runner.CRASHED, "c": runner.FAILED})
+        self.assertTrue(self.messages["b"].startswith("SIGKILL (signal 9)"), self.messages["b"])
+        self.assertIn("the case reported 'passed', then the program ended (SIGKILL (signal 9)) without closing its "
+                      "run: not counted", " ".join(self.findings["b"]))
+        self.assertEqual(self.runs_of(timings), [("shared run", 3, "SIGKILL (signal 9)"), ("shared run", 1, "exit code 1"),
+                                                 ("shared run", 2, "SIGKILL (signal 9)"), ("alone", "a", "failed"),
+                                                 ("alone", "b", "crashed")])
+
+    def test_forged_records_for_other_cases_or_twice_for_one_are_tampering(self):
+        for how, why in (("forge-later", "a result for a case that was not run: 'c'"),
+                         ("forge-abort", "a result for a case that was not run: 'c'"),
+                         ("forge-return", "result record 8 comes after the run was closed"),
+                         ("forge-twice", "two results for the case 'b'")):
+            with self.assertRaises(runner.ChannelError, msg=how) as caught:
+                self.run_fake(f"a:fail,b:{how},c:fail")
+            self.assertIn(why, str(caught.exception), how)
 
     def test_a_run_that_agrees_with_itself_is_one_process(self):
         statuses, timings = self.run_fake("a:pass,b:pass")
@@ -1420,16 +1535,33 @@ ATTACK_REASONS = {  # attack -> what the report must say (the integrity checks a
     # relocation; syscall() is allowed only with the futex number.
     "early_thread": "runs code before main() that uses std::thread::",
     "syscall_write": "uses syscall (not on the list of what student code may use",
+    # Issue 43: the result channel found in memory, forged results, then a signal, an abort, a
+    # return; results for cases that have not begun; two for one case (files and descriptors
+    # are refused; RUNTIME_REASONS: what the result protocol says of each without the checks).
+    "forged_signal": "uses write (not on the list of what student code may use",
+    "forged_abort": "uses write (not on the list of what student code may use",
+    "forged_return": "uses write (not on the list of what student code may use",
+    "forged_later": "uses write (not on the list of what student code may use",
+    "forged_twice": "uses write (not on the list of what student code may use",
 }
 RUNTIME_REASONS = {  # attack -> what the report says when only the run-time defences stand
     "control_exception": "the test framework's own control exception",
     "exit_zero": "the program ended (exit code 0) before the case finished",
-    "atexit_forgery": "invalid results: the results of lesson-01 cannot be trusted: result record 4",
-    "constructor_argv": "result record 1 does not carry this run's token",  # forged before main(), without it
+    # its records come after main() closed the channel: they reach nothing, the tests' own results stand
+    "atexit_forgery": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    # forged before main(), without the token, in the protocol before issue 43 (no "event")
+    "constructor_argv": "results tampered with: result record 1 is not one the course's listener writes",
     "handmade_exception": "the test framework's own control exception",
     "huge_object": "the build wrote a file larger than 512 MB",
     "peek_outside": "REQUIRE( add(2, 3) == 5 ) with expansion: -1 == 5",
     "fake_inventory": "REQUIRE( add(2, 3) == 5 ) with expansion: 6 == 5",
+    # Issue 43: every forger is caught by the result protocol: in the shared run, or (the signal:
+    # its run keeps no results) in a lone run, where it writes results for cases not run.
+    "forged_signal": "results tampered with: a result for a case that was not run: 'adds negative numbers'",
+    "forged_abort": "results tampered with: result record 8 is numbered 2",
+    "forged_return": "results tampered with: result record 8 is numbered 2",
+    "forged_later": "results tampered with: a result for the case 'adds negative numbers', which had not begun",
+    "forged_twice": "results tampered with: result record 3 is numbered 2",
 }
 
 
@@ -1526,8 +1658,9 @@ class AttackTests(unittest.TestCase):
         self.assertEqual(self.unchecked.returncode, 0, self.unchecked.stderr)
         with (TMP / "attacks-runtime-grade" / "grades.csv").open() as table:
             rows = {row["student"]: row for row in csv.DictReader(table)}
-        self.assertTrue(rows["atexit_forgery"]["01-passing status"].startswith(
-            "invalid results: the results of lesson-01 cannot be trusted: result record 4"))
+        self.assertTrue(rows["forged_signal"]["01-passing status"].startswith(
+            "invalid results: the results of lesson-01 cannot be trusted: a result for a case that was not run"))
+        self.assertIn("results tampered with", rows["forged_signal"]["findings"])
         for attack, reason in RUNTIME_REASONS.items():
             report = self.report("attacks-runtime-grade", attack)
             self.assertIn("0/5", " ".join(table_row(report, "01-passing")), attack)
