@@ -194,10 +194,10 @@ STAGED = {
     "tests": "each lesson's tests and tests/meson.build (its subfolders: STAGED_IN_TESTS only)",
 }
 STAGED_IN_TESTS = {
-    "grader": "tests/meson.build names grader/grade.py in its 'grade' target (the grader is in the student edition too; "
-              "its attacks/ and fixture/ are left out)",
+    "grader": "tests/meson.build names grader/grade.py in its 'grade' target (the grader is in the student edition too): "
+              "its own files only, none of its subfolders (attacks, the fake course, the correct-but-different corpus and "
+              "the compilers' listings hold slices of the reference solutions: answer keys)",
 }
-LEFT_OUT_OF_GRADER = ("attacks", "fixture")
 
 
 def staged(relative: Path, folder: bool) -> bool:
@@ -208,7 +208,7 @@ def staged(relative: Path, folder: bool) -> bool:
     if parts[0] != "tests" or len(parts) == 1:
         return True
     if parts[1] in STAGED_IN_TESTS:
-        return len(parts) == 2 or not (parts[1] == "grader" and parts[2] in LEFT_OUT_OF_GRADER)
+        return len(parts) == 2 or (len(parts) == 3 and not folder)  # the folder, and the files right in it
     return len(parts) == 2 and not folder  # a file of tests/ itself
 
 

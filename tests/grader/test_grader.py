@@ -1012,7 +1012,8 @@ class LayoutUnitTests(unittest.TestCase):
             shutil.copytree(FIXTURE, course)
             left_out = ("tests/wrong/01-passing/off_by_one.wrong", "tests/course/expect.py", "tests/host/test_x.cpp",
                         "tests/grader/attacks/correct/passing.cpp", "tests/grader/fixture/x.cpp", "README.md",
-                        ".ci/run", "solutions/01-passing/passing.cpp")
+                        ".ci/run", "solutions/01-passing/passing.cpp", "tests/grader/correct/01-passing/x.cpp",
+                        "tests/grader/listings/x.s", "tests/grader/allowlist/x.cpp", "tests/grader/slurm/x.sh")
             kept = ("tests/grader/grade.py", "tests/meson.build", "lessons/01-passing/hints/task-1.md", "meson.options")
             for extra in left_out + kept:
                 (course / extra).parent.mkdir(parents=True, exist_ok=True)
