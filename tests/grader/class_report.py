@@ -80,12 +80,13 @@ def read_class(csv_path: Path, out: Path) -> tuple[list[str], list[Student]]:
     slugs = [name for name in columns[1:] if name + report_csv.STATUS in columns]
     students = []
     for row in rows:
-        path = out / safe_name(row["student"]) / GRADE_JSON
+        name = text_safety.from_csv_cell(row["student"])  # the folder's name, as csv_cell guarded it
+        path = out / safe_name(name) / GRADE_JSON
         try:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             record = None
-        students.append(Student(row["student"], row, record))
+        students.append(Student(name, row, record))
     return slugs, students
 
 

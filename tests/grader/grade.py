@@ -47,6 +47,7 @@ import report_text  # noqa: E402
 import slurm_jobs  # noqa: E402
 from grading import Grader, Settings, build_starters, clean_template  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
+import text_safety  # noqa: E402
 from text_safety import printable  # noqa: E402
 from scoring import Grade  # noqa: E402
 
@@ -446,7 +447,7 @@ def write_class_csv(path: Path, lessons: list, rows: list, args: argparse.Namesp
         raise RefusedToGrade(f"--student: {path} has other columns than this grading ({', '.join(first[1:-6])}): "
                              "regrade with the same --lessons, or write another --csv")
     new = {student: report_csv.row(student, lessons, grade, problem) for student, grade, problem in rows}
-    kept = {row[0]: row for row in old[1:] if row and row[0] not in new}
+    kept = {name: row for row in old[1:] if row and (name := text_safety.from_csv_cell(row[0])) not in new}
     order = [folder.name for folder in sorted(p for p in args.batch.resolve().iterdir() if p.is_dir())]
     names = [name for name in order if name in new or name in kept] + \
         [name for name in kept if name not in order]  # a folder since removed keeps its row, last

@@ -59,6 +59,12 @@ def csv_cell(value):
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+def from_csv_cell(text: str) -> str:
+    """A text cell of the class CSV as it was before csv_cell guarded a formula (the student's
+    folder name, read back to match it: '-dash is the folder -dash)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
+
+
 def printable_tree(value):
     """Every text in a JSON-like value (dicts, lists, strings; keys too) made printable."""
     if isinstance(value, str):
