@@ -11,9 +11,10 @@
 """Usage: make_student_edition.py [--course ROOT] (--output DIR | --tar FILE.tar.gz | both) [--strict]
 
 Left out: solutions/, tests/wrong/, tests/course/ (the course checks and this script),
-tests/grader/fixture/ and tests/grader/test_*.py (the grader's own tests), .ci/, and what
-git ignores (build folders). With git, the files are the working tree's tracked and
-untracked-but-not-ignored ones; without it, every file but build*/, .git and caches.
+tests/grader/fixture/, tests/grader/test_*.py and tests/grader/correct/ (the grader's own tests
+and its corpus of correct files), .ci/, and what git ignores (build folders). With git, the
+files are the working tree's tracked and untracked-but-not-ignored ones; without it, every file
+but build*/, .git and caches.
 Added: .course/starters/NN-name/<file>, a copy of each lesson's starter as the edition has it,
 from which `./course reset NN` puts a student's starter back (the edition is no git checkout).
 
@@ -56,6 +57,7 @@ LEFT_OUT = [
     ("tests/wrong", "the known-wrong variants: their names and the cases that catch them are hints"),
     ("tests/course", "the course's own checks (they need the solutions) and this script"),
     ("tests/grader/fixture", "the grader's own tests (run in the full course)"),
+    ("tests/grader/correct", "correct-but-different student files of every lesson: an answer key"),
     (".ci", "the full course's continuous integration"),
     (".gpuhost", "the GPU host's set-up"),
 ]

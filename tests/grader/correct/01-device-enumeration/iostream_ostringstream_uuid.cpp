@@ -4,8 +4,6 @@
 // Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: <iostream> with std::cerr debugging where no GPU is found, the UUID formatted with a
 // std::ostringstream (std::hex, std::setw, std::setfill), the table written row by row by a lambda.
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
 
 #include <iomanip>
@@ -15,6 +13,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

@@ -4,20 +4,18 @@
 // Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: NVTX's C++ API (nvtx3::scoped_range) marking each task, and a namespace-scope
 // const std::map from the error codes that mean "no GPU" to their explanation.
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
-
-#include <nvtx3/nvtx3.hpp>
 
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <nvtx3/nvtx3.hpp>
 #include <string>
 
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

@@ -4,10 +4,7 @@
 // Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: NVTX ranges through its C API (nvtxRangePushA / nvtxRangePop) around each query, the
 // way a student marks a profile; std::to_chars-free plain code otherwise.
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
-
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
@@ -16,6 +13,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

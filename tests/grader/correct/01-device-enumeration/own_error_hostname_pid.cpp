@@ -4,10 +4,7 @@
 // Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: an exception type of the student's own derived from course::ApiError, whose message names
 // the host (gethostname) and the process (getpid); std::string_view; a for loop over std::array.
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
-
 #include <unistd.h>
 
 #include <array>
@@ -19,6 +16,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

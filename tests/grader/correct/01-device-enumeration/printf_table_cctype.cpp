@@ -4,8 +4,6 @@
 // Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the table built line by line with std::snprintf into a buffer, the UUID written in
 // upper case and lowered with <cctype>'s std::tolower, printf debugging of each selected device.
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
 
 #include <cctype>
@@ -14,6 +12,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

@@ -5,8 +5,6 @@
 // Idioms: a device guard of the student's own (RAII, restores on every way out), std::optional for
 // the count, select_devices with std::views::iota and std::views::filter, structured bindings,
 // std::pair comparison of (major, minor).
-#include "device_enumeration.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -17,6 +15,7 @@
 
 #include "common/check.h"
 #include "common/not_implemented.h"
+#include "device_enumeration.h"
 
 namespace lesson01 {
 

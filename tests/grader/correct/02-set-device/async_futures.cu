@@ -4,8 +4,6 @@
 // Correct-but-different lesson 02 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: std::async(std::launch::async) for one thread per worker, the futures waited for all
 // before any get(), so every worker is done before the lowest-numbered failure is rethrown.
-#include "set_device.h"
-
 #include <cuda_runtime.h>
 
 #include <exception>
@@ -18,6 +16,7 @@
 #include "common/check.h"
 #include "common/not_implemented.h"
 #include "kernels.cuh"
+#include "set_device.h"
 
 namespace lesson02 {
 

@@ -4,10 +4,7 @@
 // Correct-but-different lesson 02 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: std::vector<std::jthread> (joined by their destructors), each worker naming its thread
 // with pthread_setname_np for the profiler, std::cerr debugging of a failed worker (<iostream>).
-#include "set_device.h"
-
 #include <cuda_runtime.h>
-
 #include <pthread.h>
 
 #include <exception>
@@ -21,6 +18,7 @@
 #include "common/check.h"
 #include "common/not_implemented.h"
 #include "kernels.cuh"
+#include "set_device.h"
 
 namespace lesson02 {
 
@@ -144,7 +142,7 @@ void run_one_thread_per_device(std::span<const int> devices, const DeviceWork& w
         }
       });
     }
-  }  // every worker joined here, also when starting one of them threw
+  }                                               // every worker joined here, also when starting one of them threw
   for (const std::exception_ptr& error : errors)  // in worker order: the lowest-numbered failure wins
     if (error) std::rethrow_exception(error);
 }

@@ -5,8 +5,6 @@
 // Idioms: printf debugging (fprintf to stderr when a cleanup runs), std::ranges::transform with a
 // pointer to member for the device list of scale_slices, a guard whose destructor prints (never
 // throws) when it cannot restore the device.
-#include "set_device.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include "common/check.h"
 #include "common/not_implemented.h"
 #include "kernels.cuh"
+#include "set_device.h"
 
 namespace lesson02 {
 
@@ -157,7 +156,8 @@ ScopedDevice::ScopedDevice(int device) {
 ScopedDevice::~ScopedDevice() {
   // Task 4: a destructor must not throw (it may run while an exception is on its way).
   if (const cudaError_t error = cudaSetDevice(previous_); error != cudaSuccess)
-    std::fprintf(stderr, "ScopedDevice: cannot make device %d current again: %s\n", previous_, cudaGetErrorString(error));
+    std::fprintf(stderr, "ScopedDevice: cannot make device %d current again: %s\n", previous_,
+                 cudaGetErrorString(error));
 }
 
 }  // namespace lesson02

@@ -5,27 +5,27 @@
 // Idioms: one std::promise per worker, set by its std::thread (a value, or the exception with
 // set_exception), read through std::future after every thread is joined; the invalid-argument errors
 // made with std::make_exception_ptr and rethrown.
-#include "set_device.h"
-
 #include <cuda_runtime.h>
 
 #include <exception>
+#include <functional>
 #include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <functional>
 #include <vector>
 
 #include "common/check.h"
 #include "common/not_implemented.h"
 #include "kernels.cuh"
+#include "set_device.h"
 
 namespace lesson02 {
 
 std::vector<Slice> allocate_slices(std::size_t n, std::span<const int> devices) {
   // Task 1: cudaMalloc allocates on the current device, so each slice's device is made current first.
-  if (devices.empty()) std::rethrow_exception(std::make_exception_ptr(std::invalid_argument("allocate_slices: no devices given")));
+  if (devices.empty())
+    std::rethrow_exception(std::make_exception_ptr(std::invalid_argument("allocate_slices: no devices given")));
   const std::vector<course::Range> ranges = course::split_ranges(n, static_cast<int>(devices.size()));
   int caller = 0;
   CUDA_CHECK(cudaGetDevice(&caller));

@@ -6,22 +6,20 @@
 // device without throwing), run_on_all_devices as a std::vector of them (their destructors clean up
 // on every way out), exception types of the student's own derived from std::invalid_argument,
 // NVTX's C++ API (nvtx3::scoped_range) around each call.
-#include "set_device.h"
-
 #include <cuda_runtime.h>
 
-#include <nvtx3/nvtx3.hpp>
-
 #include <exception>
-#include <utility>
+#include <nvtx3/nvtx3.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/check.h"
 #include "common/not_implemented.h"
 #include "kernels.cuh"
+#include "set_device.h"
 
 namespace lesson02 {
 
@@ -39,8 +37,7 @@ class OwnedStream {
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
-  OwnedStream(OwnedStream&& other) noexcept
-      : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
+  OwnedStream(OwnedStream&& other) noexcept : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
   OwnedStream& operator=(OwnedStream&&) = delete;
@@ -138,8 +135,7 @@ void run_on_all_devices(std::span<const int> devices, const DeviceWork& work) {
 
 void scale_slices(std::span<const Slice> input, std::span<const Slice> output, float factor) {
   // Task 2: the slices carry their devices: that list goes to run_on_all_devices, worker k scales slice k.
-  if (input.size() != output.size())
-    throw BadSlices("scale_slices: input and output have different numbers of slices");
+  if (input.size() != output.size()) throw BadSlices("scale_slices: input and output have different numbers of slices");
   std::vector<int> devices;
   for (std::size_t k = 0; k < input.size(); ++k) {
     if (input[k].device != output[k].device || !(input[k].range == output[k].range))

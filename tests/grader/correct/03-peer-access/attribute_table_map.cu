@@ -5,15 +5,13 @@
 // Idioms: a namespace-scope const std::map from each P2P attribute to a std::function that stores
 // it in the link (a table instead of three calls), structured bindings over it, printf debugging of
 // the peers that are disabled.
-#include "peer_access.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <iomanip>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/timer.h"
+#include "peer_access.h"
 
 namespace lesson03 {
 

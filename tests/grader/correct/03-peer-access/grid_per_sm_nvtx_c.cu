@@ -5,8 +5,6 @@
 // Idioms: the peer kernel launched with a grid sized from the device (four blocks per SM, fewer
 // when n is small) and 128 threads per block, NVTX ranges through its C API (nvtxRangePushA /
 // nvtxRangePop) around each copy path.
-#include "peer_access.h"
-
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -20,6 +18,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/timer.h"
+#include "peer_access.h"
 
 namespace lesson03 {
 

@@ -5,8 +5,6 @@
 // Idioms: <iostream> with std::cout debugging of each peer link enabled, the direct copy made with
 // cudaMemcpyAsync(cudaMemcpyDefault) (unified addressing names both devices) instead of
 // cudaMemcpyPeerAsync, the matrix printed through a std::ostringstream per row.
-#include "peer_access.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/timer.h"
+#include "peer_access.h"
 
 namespace lesson03 {
 

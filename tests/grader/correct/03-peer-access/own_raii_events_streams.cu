@@ -4,8 +4,6 @@
 // Correct-but-different lesson 03 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the staged copy with stream and event classes of the student's own (RAII, made and
 // destroyed on their device), std::array of slots, the chunks numbered with a structured binding.
-#include "peer_access.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +17,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/timer.h"
+#include "peer_access.h"
 
 namespace lesson03 {
 

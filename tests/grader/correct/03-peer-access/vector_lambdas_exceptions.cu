@@ -5,8 +5,6 @@
 // Idioms: enable and disable written once, as one function that takes the per-pair call as a
 // lambda (std::function), an exception type of the student's own for bad copy options (derived from
 // std::invalid_argument).
-#include "peer_access.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/timer.h"
+#include "peer_access.h"
 
 namespace lesson03 {
 
@@ -187,9 +186,8 @@ CopyPath copy_between_devices(void* dst, int dst_device, const void* src, int sr
                               const PeerAccessState& peer_access, const CopyOptions& options) {
   if (options.chunk_bytes == 0) throw BadCopyOptions("copy_between_devices: chunk_bytes must be at least 1");
   if (options.staging != nullptr && options.staging->size() < 2 * options.chunk_bytes)
-    throw BadCopyOptions("copy_between_devices: the staging buffer holds " +
-                                std::to_string(options.staging->size()) + " bytes, less than two chunks of " +
-                                std::to_string(options.chunk_bytes));
+    throw BadCopyOptions("copy_between_devices: the staging buffer holds " + std::to_string(options.staging->size()) +
+                         " bytes, less than two chunks of " + std::to_string(options.chunk_bytes));
   const bool direct = !options.force_staged && peer_access.both_ways(src_device, dst_device);
   if (bytes > 0) {
     if (direct) {

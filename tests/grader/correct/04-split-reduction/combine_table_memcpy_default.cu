@@ -5,14 +5,12 @@
 // Idioms: a namespace-scope const std::map from Combine to a std::function that combines (a
 // dispatch table instead of a conditional), the partials gathered with cudaMemcpyAsync and
 // cudaMemcpyDefault (unified addressing) instead of cudaMemcpyPeerAsync.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <map>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 
@@ -170,8 +169,8 @@ double combine_on_device(SplitWorkspace& workspace) {
   for (std::size_t k = 0; k < workspace.workers.size(); ++k) {
     const Worker& w = workspace.workers[k];
     CUDA_CHECK(cudaStreamWaitEvent(first.stream, w.reduced, 0));
-    CUDA_CHECK(cudaMemcpyAsync(workspace.gathered.data() + k, w.sum.data(), sizeof(double), cudaMemcpyDefault,
-                               first.stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(workspace.gathered.data() + k, w.sum.data(), sizeof(double), cudaMemcpyDefault, first.stream));
   }
   add_doubles<<<1, kThreads, 0, first.stream>>>(workspace.gathered.data(), workspace.workers.size(),
                                                 workspace.total.data(), false);

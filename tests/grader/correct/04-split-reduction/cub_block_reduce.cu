@@ -4,16 +4,13 @@
 // Correct-but-different lesson 04 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: CUB's block-wide reduction (cub::BlockReduce) in place of the hand-written warp
 // shuffles, <iostream> with std::cerr reporting a rejected slice list.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
-#include <cub/block/block_reduce.cuh>
-
 #include <algorithm>
-#include <iostream>
 #include <chrono>
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 

@@ -5,14 +5,12 @@
 // Idioms: printf debugging of every rejected request, an exception type of the student's own
 // (derived from std::invalid_argument) for them, and a grid of at most four blocks per SM instead of
 // an occupancy query.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 

@@ -4,16 +4,13 @@
 // Correct-but-different lesson 04 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: std::ranges (sort, a reverse view walked with take_while for the crossover), a
 // generic lambda as the timer, NVTX's C++ API (nvtx3::scoped_range) around each split sum.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
 
-#include <nvtx3/nvtx3.hpp>
-
 #include <algorithm>
-#include <ranges>
 #include <chrono>
 #include <cstdint>
+#include <nvtx3/nvtx3.hpp>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 

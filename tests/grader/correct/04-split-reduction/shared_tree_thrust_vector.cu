@@ -5,10 +5,7 @@
 // Idioms: the classic shared-memory tree reduction inside the block (halving strides), and
 // sum_on_device's scratch held in thrust::device_vector (allocated on the device made current
 // first) with the result copied back on the student's stream.
-#include "split_reduction.h"
-
 #include <cuda_runtime.h>
-
 #include <thrust/device_vector.h>
 
 #include <algorithm>
@@ -23,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "split_reduction.h"
 
 namespace lesson04 {
 
@@ -121,8 +119,8 @@ double sum_on_device(int device, const float* data, std::size_t n) {
   thrust::device_vector<double> sum(1);
   enqueue_sum(data, n, thrust::raw_pointer_cast(partials.data()), thrust::raw_pointer_cast(sum.data()), false, stream);
   double result = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&result, thrust::raw_pointer_cast(sum.data()), sizeof result, cudaMemcpyDeviceToHost,
-                             stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(&result, thrust::raw_pointer_cast(sum.data()), sizeof result, cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
   return result;
 }

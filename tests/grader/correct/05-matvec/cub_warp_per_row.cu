@@ -4,17 +4,14 @@
 // Correct-but-different lesson 05 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: one warp per row with CUB's warp reduction (cub::WarpReduce), float loads only (correct
 // for any alignment), a grid of 8 rows per block capped at 65535 blocks with a grid-stride loop.
-#include "matvec.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-
-#include <cub/warp/warp_reduce.cuh>
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cub/warp/warp_reduce.cuh>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -27,6 +24,7 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "matvec.h"
 
 namespace lesson05 {
 
@@ -49,8 +47,7 @@ __global__ void __launch_bounds__(kThreads) gemv_warp_per_row(const float* __res
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const std::size_t rows_per_sweep = static_cast<std::size_t>(gridDim.x) * kWarpsPerBlock;
-  for (std::size_t row = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + warp; row < m;
-       row += rows_per_sweep) {
+  for (std::size_t row = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + warp; row < m; row += rows_per_sweep) {
     const float* w = W + row * n;
     float partial = 0.0f;
     for (std::size_t j = lane; j < n; j += 32) partial += w[j] * x[j];

@@ -5,17 +5,15 @@
 // Idioms: the first error of destroy_cublas_handles kept with std::make_exception_ptr (its own
 // type kept), std::ranges::for_each to wait for the streams, std::exchange, structured bindings, an
 // exception type of the student's own for a wrong split (derived from std::invalid_argument).
-#include "matvec.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <ranges>
 #include <array>
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,6 +25,7 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "matvec.h"
 
 namespace lesson05 {
 

@@ -5,8 +5,6 @@
 // Idioms: every copy between devices with cudaMemcpyAsync and cudaMemcpyDefault (unified
 // addressing) instead of cudaMemcpyPeerAsync, and the arrival events held in a class of the
 // student's own (RAII: a std::vector of cudaEvent_t destroyed on their devices).
-#include "matvec.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -26,6 +24,7 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "matvec.h"
 
 namespace lesson05 {
 

@@ -4,8 +4,6 @@
 // Correct-but-different lesson 05 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: NVTX ranges through its C API (nvtxRangePushA / nvtxRangePop) around each product,
 // printf debugging of the cuBLAS handles made, a grid of 2 rows per block with 256 threads.
-#include "matvec.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -13,8 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -27,6 +25,7 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "matvec.h"
 
 namespace lesson05 {
 

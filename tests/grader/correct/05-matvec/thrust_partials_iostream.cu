@@ -5,21 +5,18 @@
 // Idioms: the root's sum of the partial ys with thrust::for_each_n over a counting iterator, on
 // the root stream with thrust::cuda::par_nosync (enqueued, not waited for), a functor of the
 // student's own; <iostream> with std::clog debugging of the split.
-#include "matvec.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
-#include <iostream>
 #include <array>
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,6 +28,7 @@
 #include "common/managed_memory.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "matvec.h"
 
 namespace lesson05 {
 

@@ -4,18 +4,15 @@
 // Correct-but-different lesson 06 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: a give-up message that names the host (gethostname) and the process (getpid), the
 // waits returning std::optional<std::string> (empty when done), if-with-initializer.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -26,6 +23,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {
@@ -368,8 +366,7 @@ RankOutcome rank_all_reduce_with_timeout(int rank, int nranks, const ncclUniqueI
   // A non-blocking communicator is finalized (polled like the rest), then destroyed.
   if (const ncclResult_t r = ncclCommFinalize(comm); r != ncclSuccess && r != ncclInProgress)
     return give_up(std::string("ncclCommFinalize failed: ") + ncclGetErrorString(r));
-  if (auto why = wait_for_communicator(comm, deadline, timeout, "the communicator to finalize"))
-    return give_up(*why);
+  if (auto why = wait_for_communicator(comm, deadline, timeout, "the communicator to finalize")) return give_up(*why);
   if (const ncclResult_t r = ncclCommDestroy(comm); r != ncclSuccess && r != ncclInProgress)
     return give_up(std::string("ncclCommDestroy failed: ") + ncclGetErrorString(r));
   outcome.ok = true;

@@ -4,17 +4,15 @@
 // Correct-but-different lesson 06 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: a namespace-scope const std::map from each collective to a std::function giving its bus
 // factor (nccl-tests' table), <iostream> with std::cerr debugging of the communicators made.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <chrono>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -25,6 +23,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {

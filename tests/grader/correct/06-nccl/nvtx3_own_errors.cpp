@@ -5,16 +5,13 @@
 // Idioms: NVTX's C++ API (nvtx3::scoped_range) for each collective, exception types of the
 // student's own for bad arguments (derived from std::invalid_argument), split_sum's total read with
 // cudaMemcpyAsync on rank 0's stream.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
-
-#include <nvtx3/nvtx3.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <nvtx3/nvtx3.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -25,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {
@@ -40,7 +38,7 @@ struct BadCollectiveCall : std::invalid_argument {
   if (comms.empty()) throw BadCollectiveCall(std::string(function) + ": no communicators");
   if (streams.size() != comms.size())
     throw BadCollectiveCall(std::string(function) + ": " + std::to_string(streams.size()) + " streams for " +
-                                std::to_string(comms.size()) + " ranks");
+                            std::to_string(comms.size()) + " ranks");
 }
 
 template <class T>

@@ -5,17 +5,15 @@
 // Idioms: NVTX ranges through its C API (nvtxRangePushA / nvtxRangePop) around each group of
 // calls, printf debugging of the communicators destroyed, the group helper taking a
 // std::function instead of a template parameter.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <functional>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -26,6 +24,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {

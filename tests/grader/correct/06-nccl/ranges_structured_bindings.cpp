@@ -4,19 +4,17 @@
 // Correct-but-different lesson 06 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the repeated-device check on a sorted copy (std::ranges::sort, then
 // std::ranges::adjacent_find in an if with an initializer), the ranks walked with std::views::iota.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <ranges>
-#include <utility>
 #include <chrono>
 #include <cmath>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/buffers.h"
@@ -24,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {

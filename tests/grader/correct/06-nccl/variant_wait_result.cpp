@@ -4,18 +4,16 @@
 // Correct-but-different lesson 06 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the waits of task 5 return a std::variant of what happened (done, timed out, an error)
 // and the give-up message is made with std::visit and an overloaded set of lambdas.
-#include "nccl_collectives.h"
-
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <variant>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "common/buffers.h"
@@ -23,6 +21,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "nccl_collectives.h"
 
 namespace lesson06 {
 namespace {

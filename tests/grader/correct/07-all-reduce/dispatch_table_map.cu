@@ -4,22 +4,21 @@
 // Correct-but-different lesson 07 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: a namespace-scope const std::map from Algorithm to a std::function that runs it (a
 // dispatch table instead of a switch), lambdas that bind the default step and launch.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <functional>
-#include <map>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cuda/atomic>
 #include <cuda/std/chrono>
+#include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
@@ -453,13 +452,12 @@ using AllReduce = std::function<void(AllReduceWorkspace&, std::span<float* const
 
 // Each algorithm, with its default step, sum or launch.
 const std::map<Algorithm, AllReduce> kAlgorithms = {
-    {Algorithm::one_shot, [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) {
-       one_shot_all_reduce(w, b, c);
-     }},
-    {Algorithm::ring, [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) { ring_all_reduce(w, b, c); }},
-    {Algorithm::one_kernel, [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) {
-       one_kernel_all_reduce(w, b, c);
-     }},
+    {Algorithm::one_shot,
+     [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) { one_shot_all_reduce(w, b, c); }},
+    {Algorithm::ring,
+     [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) { ring_all_reduce(w, b, c); }},
+    {Algorithm::one_kernel,
+     [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t c) { one_kernel_all_reduce(w, b, c); }},
 };
 
 }  // namespace

@@ -4,22 +4,21 @@
 // Correct-but-different lesson 07 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: <iostream> with std::cout printing each measured row, the limits found with std::ranges
 // (a reverse view walked with take_while) and a lambda per rule.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <iostream>
-#include <ranges>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cuda/atomic>
 #include <cuda/std/chrono>
+#include <iostream>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"

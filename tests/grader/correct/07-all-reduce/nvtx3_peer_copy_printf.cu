@@ -5,11 +5,7 @@
 // Idioms: NVTX's C++ API (nvtx3::scoped_range) in each algorithm, the one-shot's publishing copy
 // made with cudaMemcpyPeerAsync (the same device on both sides) instead of cudaMemcpyAsync, printf
 // debugging when a workspace whose kernel gave up is used again.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
-
-#include <nvtx3/nvtx3.hpp>
 
 #include <algorithm>
 #include <array>
@@ -18,10 +14,12 @@
 #include <cstdio>
 #include <cuda/atomic>
 #include <cuda/std/chrono>
+#include <nvtx3/nvtx3.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
@@ -235,8 +233,8 @@ void one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> 
     CUDA_CHECK(cudaSetDevice(me.device));
     for (int j = 0; j < w; ++j)
       if (j != k) CUDA_CHECK(cudaStreamWaitEvent(me.stream, workspace.workers[j].read_done, 0));
-    CUDA_CHECK(cudaMemcpyPeerAsync(me.scratch.data(), me.device, buffers[k], me.device, count * sizeof(float),
-                                   me.stream));
+    CUDA_CHECK(
+        cudaMemcpyPeerAsync(me.scratch.data(), me.device, buffers[k], me.device, count * sizeof(float), me.stream));
     me.published.record(me.stream);
   }
   for (int k = 0; k < w; ++k) {  // read: every copy of this call is published

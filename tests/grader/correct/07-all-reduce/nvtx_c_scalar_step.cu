@@ -5,8 +5,6 @@
 // Idioms: NVTX ranges through its C API (nvtxRangePushA / nvtxRangePop) around each all-reduce,
 // a plain grid-stride ring-step kernel of floats (no float4) launched with 512 threads and at most
 // eight blocks per SM.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -20,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"

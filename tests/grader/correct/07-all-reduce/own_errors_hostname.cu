@@ -5,8 +5,6 @@
 // Idioms: exception types of the student's own (one derived from std::runtime_error for a
 // workspace that gave up, naming the host and process with gethostname and getpid; one derived from
 // std::invalid_argument for bad buffers), std::string_view parameters.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"
@@ -54,7 +53,7 @@ struct WorkspaceGaveUp : std::runtime_error {
                                     std::size_t count, const char* function) {
   if (buffers.size() != workspace.workers.size())
     throw BadBuffers(std::string(function) + ": " + std::to_string(buffers.size()) + " buffers for " +
-                                std::to_string(workspace.workers.size()) + " workers");
+                     std::to_string(workspace.workers.size()) + " workers");
   if (count > 0)
     for (std::size_t k = 0; k < buffers.size(); ++k)
       if (buffers[k] == nullptr)

@@ -5,10 +5,7 @@
 // Idioms: one step of the ring with Thrust on the worker's stream, without a wait
 // (thrust::transform with thrust::plus to add, thrust::copy to copy, thrust::cuda::par_nosync.on),
 // instead of a kernel of the student's own.
-#include "all_reduce.h"
-
 #include <cuda_runtime.h>
-
 #include <thrust/copy.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
@@ -24,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "all_reduce.h"
 #include "common/buffers.h"
 #include "common/check.h"
 #include "common/device_guard.h"

@@ -4,8 +4,6 @@
 // Correct-but-different lesson 08 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the halos sent with cudaMemcpyAsync and cudaMemcpyDefault (unified addressing names
 // both devices) instead of cudaMemcpyPeerAsync.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 
@@ -220,8 +219,8 @@ void send_halos(const Decomposition& grid, std::size_t k, cudaStream_t stream) {
   }
   if (k + 1 < grid.workers.size()) {
     const Worker& below = grid.workers[k + 1];
-    CUDA_CHECK(cudaMemcpyAsync(below.next.data(), w.next.data() + rows * nx, nx * sizeof(float), cudaMemcpyDefault,
-                               stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(below.next.data(), w.next.data() + rows * nx, nx * sizeof(float), cudaMemcpyDefault, stream));
   }
 }
 

@@ -5,17 +5,14 @@
 // Idioms: NVTX's C++ API (nvtx3::scoped_range) per solve and per iteration, an exception type of
 // the student's own for a grid that cannot be split (derived from std::invalid_argument),
 // std::span over the pinned residuals with std::ranges::fill.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 
-#include <nvtx3/nvtx3.hpp>
-
 #include <algorithm>
-#include <span>
 #include <cmath>
 #include <cstddef>
 #include <cub/block/block_reduce.cuh>
+#include <nvtx3/nvtx3.hpp>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -26,6 +23,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 
@@ -54,7 +52,7 @@ void check_split(std::span<const int> devices, std::size_t ny, std::size_t nx, s
   if (devices.empty()) throw BadGrid("decompose: the device list is empty");
   if (ny < 3 || nx < 3)
     throw BadGrid("decompose: a grid needs at least 3 x 3 points, got " + std::to_string(ny) + " x " +
-                                std::to_string(nx));
+                  std::to_string(nx));
   if (initial.size() != ny * nx)
     throw std::invalid_argument("decompose: " + std::to_string(initial.size()) + " values for a grid of " +
                                 std::to_string(ny) + " x " + std::to_string(nx));

@@ -4,15 +4,13 @@
 // Correct-but-different lesson 08 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: NVTX ranges through its C API (nvtxRangePushA / nvtxRangePop) around each run, a sweep
 // of four rows per thread and at most 1024 blocks across, printf debugging of the decomposition.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 #include <string>
@@ -24,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 

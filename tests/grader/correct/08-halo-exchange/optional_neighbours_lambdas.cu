@@ -4,16 +4,14 @@
 // Correct-but-different lesson 08 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: each worker's neighbours as std::optional indices, the halo copies and the waits
 // written once as lambdas over them, std::ranges::for_each over the workers.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <optional>
-#include <ranges>
 #include <cmath>
 #include <cstddef>
 #include <cub/block/block_reduce.cuh>
+#include <optional>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -24,6 +22,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 

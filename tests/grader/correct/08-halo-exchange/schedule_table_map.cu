@@ -4,17 +4,15 @@
 // Correct-but-different lesson 08 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: a namespace-scope const std::map from Schedule to a std::function that runs one
 // iteration (a dispatch table instead of a conditional), std::accumulate over the residuals.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <functional>
-#include <map>
-#include <numeric>
 #include <cmath>
 #include <cstddef>
 #include <cub/block/block_reduce.cuh>
+#include <functional>
+#include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,6 +23,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 

@@ -4,14 +4,12 @@
 // Correct-but-different lesson 08 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the block's sum of squares with warp shuffles written by hand (no CUB), <iostream> with
 // std::clog printing each residual that solve checks.
-#include "jacobi.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <iostream>
 #include <cmath>
 #include <cstddef>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -22,6 +20,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "jacobi.h"
 
 namespace lesson08 {
 

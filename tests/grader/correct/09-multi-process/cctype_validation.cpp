@@ -4,8 +4,6 @@
 // Correct-but-different lesson 09 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the job name and the time limit checked character by character with <cctype>
 // (std::isalnum, std::isdigit) and std::all_of with a lambda.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -23,6 +21,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 
@@ -259,7 +258,8 @@ std::string single_quoted(const std::string& word) {
 }
 
 bool is_two_digits_below(const std::string& text, std::size_t at, int limit) {
-  const bool digits = std::isdigit(static_cast<unsigned char>(text[at])) && std::isdigit(static_cast<unsigned char>(text[at + 1]));
+  const bool digits =
+      std::isdigit(static_cast<unsigned char>(text[at])) && std::isdigit(static_cast<unsigned char>(text[at + 1]));
   return digits && (text[at] - '0') * 10 + (text[at + 1] - '0') < limit;
 }
 

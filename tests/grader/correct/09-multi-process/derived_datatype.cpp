@@ -5,8 +5,6 @@
 // Idioms: the handles exchanged as one element of an MPI derived datatype (MPI_Type_contiguous,
 // MPI_Type_commit, MPI_Type_free) instead of counting bytes; the type is freed before the
 // exchange's result is checked.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -22,6 +20,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 

@@ -6,8 +6,6 @@
 // call comes back as an error code that mpi_check turns into an exception, as this file's comment
 // says), the caller's handler put back by an RAII class (MPI_Comm_get_errhandler, MPI_Errhandler_free),
 // MPI_Error_string in the message.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -23,6 +21,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 

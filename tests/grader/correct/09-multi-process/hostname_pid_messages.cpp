@@ -4,12 +4,10 @@
 // Correct-but-different lesson 09 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the errors of place_rank and init_nccl_over_mpi name the node (gethostname) and the
 // process (getpid) besides the variables, so a person reading a job's log finds the rank.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
-#include <unistd.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <array>
 #include <charconv>
@@ -22,6 +20,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 

@@ -5,18 +5,15 @@
 // Idioms: an exception type of the student's own for MPI failures (derived from
 // std::runtime_error, keeping MPI's error code), <iostream> with std::cerr debugging of the handles
 // opened, NVTX's C++ API (nvtx3::scoped_range) around each one-shot.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
-#include <nvtx3/nvtx3.hpp>
-
 #include <array>
 #include <charconv>
-#include <iostream>
 #include <chrono>
+#include <iostream>
+#include <nvtx3/nvtx3.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -25,6 +22,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 

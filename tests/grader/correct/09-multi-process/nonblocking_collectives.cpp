@@ -6,8 +6,6 @@
 // one-shot's barriers made with MPI_Ibarrier, each completed with MPI_Wait. (The id's broadcast stays
 // a blocking MPI_Bcast, as the contract says: a non-blocking collective never matches a blocking one,
 // and the test's missing rank calls MPI_Bcast.)
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -23,6 +21,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 

@@ -4,17 +4,15 @@
 // Correct-but-different lesson 09 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the launcher found with std::ranges::find_if over a std::array of launchers and
 // returned as a std::optional, designated initializers, a lambda that counts the variables set.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <charconv>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -23,6 +21,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 
@@ -82,7 +81,8 @@ RankPlacement place_rank(const Environment& environment, int visible_devices) {
   RankPlacement placement{.launcher = "none", .rank = 0, .size = 1, .local_rank = 0, .device = 0};
   if (const std::optional<Launcher> found = launcher_of(environment)) {
     const Launcher& launcher = *found;
-    const auto present = std::ranges::count_if(launcher.variables, [&](const char* v) { return environment.count(v) > 0; });
+    const auto present =
+        std::ranges::count_if(launcher.variables, [&](const char* v) { return environment.count(v) > 0; });
     const std::string names =
         std::string(launcher.variables[0]) + ", " + launcher.variables[1] + " and " + launcher.variables[2];
     if (present < 3) throw std::invalid_argument("place_rank: " + names + " must all be set, or none of them");

@@ -4,17 +4,15 @@
 // Correct-but-different lesson 09 file (tests/grader/correct/README.md): must earn full marks.
 // Idioms: the job name and the time limit checked with std::regex (std::regex_match), the
 // script built with a std::ostringstream.
-#include "multi_process.h"
-
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <array>
-#include <regex>
-#include <sstream>
 #include <charconv>
 #include <chrono>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -23,6 +21,7 @@
 #include "common/check.h"
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
+#include "multi_process.h"
 
 namespace lesson09 {
 
