@@ -159,23 +159,7 @@ class Checker:
 
     def check_symbols(self, obj: Path, target: str, program: Path, output: str) -> list[tuple[str, str]]:
         symbols = read_symbols(obj)
-        problems = []
-        for symbol in symbols:
-            name, shown = symbol["name"], symbol["demangled"]
-            if name in self.allow_symbols or shown in self.allow_symbols:
-                continue
-            if symbol["undefined"]:
-                if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
-                    continue  # the host side of a __device__ function, made by nvcc: exit(1)
-                if name == "syscall" and only_allowed_system_calls(obj):
-                    continue  # <atomic>'s wait and notify (std::latch, std::barrier, ...): futex only
-                why = reference_refused(name, shown)
-                if why:
-                    problems.append((f"uses {short(shown)}", why))
-            elif any(fnmatch.fnmatchcase(qualified_name(shown), pattern) for pattern in ("course::testing::*",
-                                                                                          "Catch::*")):
-                problems.append((f"defines {short(shown)}", "the test framework and the test support are not "
-                                                            "the student's to define"))
+        problems = check_references(obj, self.allow_symbols, symbols)
         owners = self._other_definitions(target, program, output)
         for symbol in symbols:
             if symbol["undefined"]:
@@ -250,16 +234,7 @@ class Checker:
     # ------------------------------------------------------------------ raw content
 
     def check_content(self, obj: Path) -> list[tuple[str, str]]:
-        problems = []
-        data = obj.read_bytes()
-        for needle in policy.REFUSED_BYTES:
-            if needle in data:
-                problems.append((f"contains the text {needle.decode()!r}", "the test framework's mangled names"))
-        disassembly = _run(["objdump", "-d", "--no-show-raw-insn", str(obj)])
-        for instruction in policy.REFUSED_INSTRUCTIONS:
-            if re.search(r"\s" + re.escape(instruction) + r"\s*$", disassembly, re.MULTILINE):
-                problems.append((f"its machine code holds a '{instruction}' instruction", "a direct system call"))
-        return problems
+        return check_content(obj)
 
     # ------------------------------------------------------------------ the build's records
 
@@ -272,6 +247,29 @@ class Checker:
     def _entry_file(self, entry: dict) -> Path:
         folder = Path(entry.get("directory", self.build))
         return _resolve(folder, entry["file"])
+
+
+def check_content(obj: Path) -> list[tuple[str, str]]:
+    """No forbidden bytes (policy.REFUSED_BYTES), no system-call instruction in the machine code."""
+    problems = []
+    data = obj.read_bytes()
+    for needle in policy.REFUSED_BYTES:
+        if needle in data:
+            problems.append((f"contains the text {needle.decode()!r}", "the test framework's mangled names"))
+    disassembly = _run(["objdump", "-d", "--no-show-raw-insn", str(obj)])
+    for instruction in policy.REFUSED_INSTRUCTIONS:
+        if re.search(r"\s" + re.escape(instruction) + r"\s*$", disassembly, re.MULTILINE):
+            problems.append((f"its machine code holds a '{instruction}' instruction", "a direct system call"))
+    return problems
+
+
+def check_object(obj: Path, allow_symbols=()) -> list[tuple[str, str]]:
+    """The checks that need only the object and the listing beside it (no build folder, no test
+    program): asm, references, sections, code before main(), raw content. Checker.check adds the
+    headers and the definitions; the grader's tests and the corpus's harness call this."""
+    elf = ElfObject(obj)
+    return (check_assembly(obj) + check_references(obj, allow_symbols) + check_sections(elf)
+            + check_before_main(elf) + check_content(obj))
 
 
 def summarize(problems: list[tuple[str, str]], shown: int = 3) -> list[str]:
@@ -315,6 +313,34 @@ def read_symbols(obj: Path) -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- references
+
+def check_references(obj: Path, allow_symbols=(), symbols: list[dict] | None = None) -> list[tuple[str, str]]:
+    """What the object uses (its undefined symbols) that student code may not, and the test
+    framework's names it defines. Needs nothing but the object (and the tools)."""
+    problems = []
+    for symbol in read_symbols(obj) if symbols is None else symbols:
+        name, shown = symbol["name"], symbol["demangled"]
+        if name in allow_symbols or shown in allow_symbols:
+            continue
+        if symbol["undefined"]:
+            if name == "exit" and only_nvcc_device_stubs_call_exit(obj):
+                continue  # the host side of a __device__ function, made by nvcc: exit(1)
+            if name == "syscall" and only_allowed_system_calls(obj):
+                continue  # <atomic>'s wait and notify (std::latch, std::barrier, ...): futex only
+            if name in policy.DECLARED_BY_HEADER_ASM and not referred_to(obj, name):
+                continue  # GCC 13's <iostream> declares it, and nothing calls it
+            if name in policy.MAKE_EXCEPTION_PTR_SYMBOLS and only_make_exception_ptr(obj):
+                continue  # std::make_exception_ptr<T> (and <future>): a real type's description
+            why = reference_refused(name, shown)
+            if why:
+                problems.append((f"uses {short(shown)}", why))
+        elif any(fnmatch.fnmatchcase(qualified_name(shown), pattern) for pattern in ("course::testing::*",
+                                                                                      "Catch::*")):
+            problems.append((f"defines {short(shown)}", "the test framework and the test support are not "
+                                                        "the student's to define"))
+    return problems
+
+
 
 _OPERATORS = ("operator<<=", "operator>>=", "operator<=>", "operator<<", "operator>>", "operator<=", "operator>=",
               "operator->*", "operator->", "operator<", "operator>", "operator()")
@@ -364,8 +390,11 @@ def _matches(name: str, patterns) -> bool:
 def reference_refused(name: str, demangled: str) -> str:
     """'' when student code may use the undefined symbol `name`, else why not and what instead."""
     if name in policy.REFUSED_MANGLED:
-        return "an exception made by hand is not the student's to raise: " + policy.INSTEAD["std::make_exception_ptr"]
+        return "an exception made by hand is not the student's to raise: " + policy.INSTEAD["__cxa_init_primary_exception"]
     if not name.startswith("_Z"):
+        prefix = next((prefix for prefix in policy.REFUSED_C_PREFIXES if name.startswith(prefix)), None)
+        if prefix is not None:
+            return _not_allowed(prefix)
         if name in policy.ALLOWED_C_NAMES:
             return ""
         if name.startswith(policy.ALLOWED_C_PREFIXES) and name not in policy.REFUSED_DESPITE_PREFIX:
@@ -506,6 +535,64 @@ def only_allowed_system_calls(obj: Path) -> bool:
     return found
 
 
+def referred_to(obj: Path, name: str) -> bool:
+    """True when a relocation of `obj` names the symbol `name` (a call, a load, an address taken)."""
+    return any(relocation.target == name for relocations in ElfObject(obj).relocations.values()
+               for relocation in relocations)
+
+
+_TYPEINFO = "typeinfo for "
+_DEST_THUNK = "std::__exception_ptr::__dest_thunk<"
+
+
+def only_make_exception_ptr(obj: Path) -> bool:
+    """True when every reference to __cxa_init_primary_exception or to exception_ptr's constructor from
+    a raw pointer (policy.MAKE_EXCEPTION_PTR_SYMBOLS) lies in a function that also refers to
+    `typeinfo for T` and to `std::__exception_ptr::__dest_thunk<T>` of one T: the shape of
+    std::make_exception_ptr<T> in GCC 12's and 13's <exception>, inlined or not. (Which type
+    description reaches the call is not traced: the test program's wrapped __cxa_begin_catch is what
+    stops a forged control exception, as it stops one thrown with __cxa_throw, which is allowed.)"""
+    elf = ElfObject(obj)
+    found = False
+    for section, relocations in elf.relocations.items():
+        for use in relocations:
+            if use.target not in policy.MAKE_EXCEPTION_PTR_SYMBOLS:
+                continue
+            found = True
+            function = elf.function_at(section, use.offset)
+            if function is None:
+                return False
+            end = function.value + max(function.size, 1)
+            names = [_relocated_name(elf, relocation) for relocation in relocations
+                     if function.value <= relocation.offset < end]
+            shown = _demangle_all([name for name in names if name])
+            types = {text[len(_TYPEINFO):] for text in shown if text.startswith(_TYPEINFO)}
+            thunks = {text.split(_DEST_THUNK, 1)[1].rsplit(">(", 1)[0] for text in shown if _DEST_THUNK in text}
+            if not types & thunks:
+                return False
+    return found
+
+
+def _relocated_name(elf: "ElfObject", relocation: "Relocation") -> str:
+    """The symbol a relocation names; for a relocation against a section (a local symbol the
+    assembler replaced), the function or object defined where it points."""
+    if relocation.target not in elf.sections:
+        return relocation.target
+    for offset in (relocation.addend, relocation.addend + 4):  # + 4: a PC-relative operand's own size
+        for symbol in elf.symbols:
+            if symbol.section == relocation.target and symbol.kind in ("FUNC", "OBJECT") and \
+                    symbol.value <= offset < symbol.value + max(symbol.size, 1):
+                return symbol.name
+    return ""
+
+
+def _demangle_all(names: list[str]) -> list[str]:
+    if not names:
+        return []
+    shown = _run(["c++filt"], stdin="\n".join(names) + "\n").splitlines()
+    return shown if len(shown) == len(names) else names
+
+
 # ----------------------------------------------------------------------------- the source, before the build
 
 def check_source(path: Path) -> list[str]:
@@ -543,39 +630,89 @@ def listing_of(obj: Path) -> Path | None:
 
 
 def check_assembly(obj: Path) -> list[tuple[str, str]]:
-    """Every asm statement of the host code, which GCC brackets with #APP and #NO_APP.
-
-    A block inside a function starts with the statement's place (# LINE "FILE" 1): always the
-    student's. File-scope asm comes first in the assembly, in source order, and GCC goes on
-    writing its own output (string constants, say) before it closes the block; nvcc's embedding
-    of the device code is the last file-scope asm of a .cu file (its stub is included at the
-    end). So a .cu file's block that holds nvcc's exact embedding may hold nothing before it,
-    what follows it is the compiler's, and there is exactly one such embedding; any other block
-    is the student's asm."""
+    """Every asm statement of the host code (check_listing), read from the listing the build kept."""
     listing = listing_of(obj)
     if listing is None:
         return [("cannot check for asm statements", "the build kept no assembly of the file (the grader "
                  "configures the course with -Dgrader_listing=true); the file is refused rather than unchecked")]
-    text = listing.read_text(errors="replace")
     cuda = ".cu." in obj.name or obj.name.endswith(".cu.o")
+    return check_listing(listing.read_text(errors="replace"), cuda)
+
+
+def check_listing(text: str, cuda: bool) -> list[tuple[str, str]]:
+    """Every asm statement of a listing, which GCC brackets with #APP and #NO_APP.
+
+    A block inside a function starts with the statement's place (# LINE "FILE" 1): always the
+    student's. File-scope asm comes first in the assembly, in source order (or, unoptimised, in
+    its place among the file's variables and functions), and GCC goes on writing its own output
+    (string constants, say) before it closes the block. What a header emits itself
+    (policy.HEADER_ASM: GCC 13's <iostream>) is recognised line for line at the start of a block;
+    nvcc's embedding of the device code is the last file-scope asm of a .cu file (its stub is
+    included at the end). So a block may start with header asm, then (a .cu file) hold nvcc's
+    exact embedding and nothing between, and what follows the embedding is the compiler's; a
+    block of header asm alone may go on only with what GCC writes itself there
+    (_compiler_output_refused); there is exactly one embedding; any other block is the student's."""
     fatbins = 0
     problems = []
     for block in _ASM_BLOCK.finditer(text):
         body = block.group(1)
-        embedding = _FATBIN.search(body)
-        if embedding is not None and cuda:
+        embedding = _FATBIN.search(body) if cuda else None
+        if embedding is not None:
             fatbins += 1
             body = body[:embedding.start()]  # after it: the compiler's own output
-        if not body.strip():
+        rest = body
+        recognised = True
+        while recognised:
+            recognised = False
+            for line in policy.HEADER_ASM:
+                if rest.startswith(line):
+                    rest, recognised = rest[len(line):], True
+        if rest is not body and embedding is None:
+            line = _compiler_output_refused(rest)
+            if line is None:
+                continue
+            problems.append((f"holds an asm statement at file scope after <iostream>'s ({line.strip()[:60]})",
+                             "no asm in host code: write C++ (asm inside a __device__ function is fine)"))
             continue
-        place = _ASM_PLACE.search(body)
+        if not rest.strip():
+            continue
+        place = _ASM_PLACE.search(rest)
         where = f" at {Path(place.group(2)).name}:{place.group(1)}" if place else " at file scope"
-        first = next(line.strip() for line in body.splitlines() if line.strip() and not line.startswith("# "))
+        first = next(line.strip() for line in rest.splitlines() if line.strip() and not line.startswith("# "))
         problems.append((f"holds an asm statement{where} ({first[:60]})",
                          "no asm in host code: write C++ (asm inside a __device__ function is fine)"))
     if fatbins > 1:
         problems.append(("embeds a second fat binary", "no asm in host code"))
     return problems
+
+
+# What GCC itself writes after the last file-scope asm statement before it closes the block: its
+# constant pool (strings, floating-point constants) in read-only data sections and, when nothing
+# follows in the file, the debugging information, .ident and the notes at the end. A line of any
+# other shape, or data while the current section holds code, is the student's.
+_ASM_DATA_SECTION = re.compile(r'\t\.section\t(?:\.rodata[\w.$]*|\.debug_\w+|\.note\.GNU-stack|\.note\.gnu\.property)'
+                               r'(?:,"[aMS]*"(?:,@(?:progbits|note)(?:,\d+)?)?)?$')
+_ASM_CODE_SECTION = re.compile(r'\t(?:\.text|\.section\t\.text[\w.$]*(?:,"ax",@progbits)?)$')
+_ASM_NEUTRAL = re.compile(r'(?:\.L[\w.$]+:|\d+:|\t\.align \d+|\t\.p2align \d+(?:,,\d+)?|\t\.ident\t"[^"\\]*"'
+                          r'|\t\.file \d+ "[^"\\]*"(?: "[^"\\]*")?(?: md5 0x[0-9a-f]+)?|\s*)$')
+_ASM_DATA = re.compile(r'\t\.(?:string|ascii)\t"(?:[^"\\]|\\.)*"$'
+                       r'|\t\.(?:long|quad|byte|value|short|zero|uleb128|sleb128)\s+[-\w.+*/ ()$]+$')
+
+
+def _compiler_output_refused(rest: str) -> str | None:
+    """None when every line of `rest` is what GCC writes itself before it closes a block of
+    file-scope asm; else the first line that is not."""
+    data_section = False  # the block opens where GCC was, which may be code
+    for line in rest.splitlines():
+        if _ASM_DATA_SECTION.match(line):
+            data_section = True
+        elif _ASM_CODE_SECTION.match(line):
+            data_section = False
+        elif _ASM_NEUTRAL.match(line):
+            continue
+        elif not (_ASM_DATA.match(line) and data_section):
+            return line
+    return None
 
 
 # ----------------------------------------------------------------------------- sections and code before main
@@ -740,7 +877,10 @@ def check_before_main(elf: ElfObject) -> list[tuple[str, str]]:
             continue
         if any(_INDIRECT_BRANCH.search(text) for _, text in instructions):
             problems.append((f"runs code before main() that calls through a pointer ({demangle(function.name)})",
-                             "no code before main()"))
+                             "a global whose construction calls through a pointer (a std::function copied, a "
+                             "virtual call) cannot be checked before main(): make it a function-local static, "
+                             "made when first used (const auto& table() { static const std::map<...> t{...}; "
+                             "return t; })"))
     return problems
 
 

@@ -550,6 +550,174 @@ class MpiReferenceTests(unittest.TestCase):
             self.assertNotEqual(integrity.reference_refused(name, name), "", name)
 
 
+ALLOWLIST = HERE / "allowlist"
+LISTINGS = HERE / "listings"
+CXX = shutil.which("g++") or shutil.which("c++")
+
+
+def course_nvtx_flags() -> list[str]:
+    """The flags tests/meson.build gives a student's file for NVTX (its list no_nvtx)."""
+    match = re.search(r"no_nvtx = \[(.*?)\]", (HERE.parent / "meson.build").read_text(), re.DOTALL)
+    return re.findall(r"'([^']+)'", match.group(1)) if match else []
+
+
+def nvtx_include() -> list[str]:
+    import integrity
+    return [f"-I{root / 'include'}" for root in integrity.cuda_roots()
+            if (root / "include" / "nvtx3" / "nvToolsExt.h").is_file()][:1]
+
+
+def mpi_include() -> list[str]:
+    if not shutil.which("mpicxx"):
+        return []
+    done = subprocess.run(["mpicxx", "--showme:incdirs"], capture_output=True, text=True)
+    return [f"-I{folder}" for folder in done.stdout.split()] + ["-DOMPI_SKIP_MPICXX=1"] if done.returncode == 0 else []
+
+
+@unittest.skipIf(CXX is None, "no C++ compiler")
+class AllowlistObjectTests(unittest.TestCase):
+    """The object checks (integrity.check_object, check_listing) on small files compiled here and on
+    listings GCC 12 and GCC 13 wrote (tests/grader/listings/): correct code passes on both compilers;
+    what reaches outside the process stays refused, with what to write instead."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = Path(tempfile.mkdtemp(prefix="allowlist-"))
+        cls.objects: dict[tuple, Path | str] = {}
+        nvtx, mpi = nvtx_include(), mpi_include()
+        jobs = [("accepted_stdlib.cpp", (), "-O2"), ("accepted_stdlib.cpp", (), "-O0"),
+                ("refused_outside.cpp", (), "-O2"), ("refused_handmade_exception.cpp", (), "-O2"),
+                ("global_function_table.cpp", (), "-O2")]
+        if nvtx:
+            jobs += [("accepted_nvtx.cpp", (*nvtx, *course_nvtx_flags()), level) for level in ("-O2", "-O0")]
+            jobs += [("refused_nvtx_loader.cpp", (*nvtx, *course_nvtx_flags()), "-O2")]
+        if mpi:
+            jobs += [("accepted_mpi.cpp", tuple(mpi), "-O2"), ("refused_mpi.cpp", tuple(mpi), "-O2")]
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # about 30 s on 2 cores
+            for job, result in zip(jobs, pool.map(lambda job: cls._compile(ALLOWLIST / job[0], job[1], job[2]), jobs)):
+                cls.objects[(job[0], job[2])] = result
+
+    @classmethod
+    def _compile(cls, source: Path, flags, level: str) -> Path | str:
+        """The object, or the compiler's errors."""
+        obj = cls.folder / f"{source.stem}{level}.cpp.o"
+        done = subprocess.run([CXX, "-std=c++20", level, "-save-temps=obj", *flags, "-c", str(source), "-o", str(obj)],
+                              capture_output=True, text=True, cwd=cls.folder, timeout=300)
+        return obj if done.returncode == 0 else done.stderr
+
+    def compiled(self, name: str, level: str = "-O2") -> Path:
+        if (name, level) not in self.objects:
+            self.skipTest(f"{name} was not compiled here (no NVTX headers or no MPI)")
+        result = self.objects[(name, level)]
+        self.assertIsInstance(result, Path, result)
+        return result
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def compile(self, source: Path | str, *flags: str, level: str = "-O2", name: str = "") -> Path:
+        if isinstance(source, str):
+            path = self.folder / (name or "inline.cpp")
+            path.write_text(source)
+            source = path
+        obj = self.folder / f"{source.stem}{level}.cpp.o"
+        done = subprocess.run([CXX, "-std=c++20", level, "-save-temps=obj", *flags, "-c", str(source), "-o", str(obj)],
+                              capture_output=True, text=True, cwd=self.folder, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return obj
+
+    def problems(self, obj: Path) -> str:
+        import integrity
+        return "\n".join(f"{what} ({why})" for what, why in integrity.check_object(obj))
+
+    # ------------------------------------------------------------ what the compilers emit themselves
+
+    def test_gcc12_and_gcc13_listings_of_the_same_correct_files_are_accepted(self):
+        import integrity
+        names = sorted(path.name for path in LISTINGS.glob("*.s"))
+        self.assertEqual(names, ["gcc12-01-iostream.s", "gcc12-04-thrust-iostream.s", "gcc13-01-iostream.s",
+                                 "gcc13-04-thrust-iostream.s"])
+        for name in names:
+            self.assertEqual(integrity.check_listing((LISTINGS / name).read_text(), "-04-" in name), [], name)
+
+    def test_header_asm_with_another_symbol_or_anything_more_is_refused(self):
+        import integrity
+        line = "\t.globl _ZSt21ios_base_library_initv\n"
+        for name, cuda in (("gcc13-01-iostream.s", False), ("gcc13-04-thrust-iostream.s", True)):
+            text = (LISTINGS / name).read_text()
+            self.assertIn(line, text)
+            for changed in (text.replace(line, "\t.globl _ZSt21ios_base_library_initw\n"),  # another symbol
+                            text.replace(line, "\t.globl cudaMalloc\n"),
+                            text.replace(line, line + "\tsyscall\n"),  # the asm plus something else
+                            text.replace(line, line + "\t.text\n\t.byte\t0x0f,0x05\n"),
+                            text.replace(line, line + "\t.section\t.rodata,\"awx\"\n\t.long\t5\n"),
+                            text.replace(line, line + "\t.p2align 4,0x90\n")):
+                problems = integrity.check_listing(changed, cuda)
+                self.assertEqual(len(problems), 1, (name, changed[:400]))
+                self.assertIn("holds an asm statement", problems[0][0])
+
+    def test_gcc13_iostream_shape_passes_the_object_checks_and_its_symbol_only_as_declared(self):
+        """GCC 13's <iostream> asm, written here by hand where GCC 12 runs: the file is accepted
+        optimised or not (the block runs on to the end of an unoptimised file); calling the
+        symbol it declares is refused."""
+        declared = '__asm(".globl _ZSt21ios_base_library_initv");\n'
+        source = ("#include <cstdio>\ndouble scale(double x) { return x * 3.25 + 1e300; }\n"
+                  'const char* name() { return "a string constant"; }\n' + declared)
+        for level in ("-O2", "-O0"):
+            self.assertEqual(self.problems(self.compile(source, "-g", level=level, name="declared.cpp")), "", level)
+        called = declared + "namespace std { void ios_base_library_init(); }\nvoid f() { std::ios_base_library_init(); }\n"
+        self.assertIn("uses std::ios_base_library_init()", self.problems(self.compile(called, name="called.cpp")))
+
+    # ------------------------------------------------------------ correct code
+
+    def test_everyday_cxx_is_accepted_optimised_or_not(self):
+        for level in ("-O2", "-O0"):
+            self.assertEqual(self.problems(self.compiled("accepted_stdlib.cpp", level)), "", level)
+
+    def test_nvtx_with_the_course_flags_is_accepted(self):
+        self.assertIn("-DNVTX_SUPPORT_DYNAMIC_INJECTION_LIBRARY=0", course_nvtx_flags())
+        for level in ("-O2", "-O0"):
+            self.assertEqual(self.problems(self.compiled("accepted_nvtx.cpp", level)), "", level)
+
+    def test_mpi_communication_datatypes_and_error_handlers_are_accepted(self):
+        self.assertEqual(self.problems(self.compiled("accepted_mpi.cpp")), "")
+
+    # ------------------------------------------------------------ what stays refused
+
+    def test_what_reaches_outside_the_process_stays_refused(self):
+        problems = self.problems(self.compiled("refused_outside.cpp"))
+        for name in ("uses fopen", "uses getenv", "uses system", "uses dlopen", "std::basic_ofstream",
+                     "std::filesystem", "uses std::cin", "uses setlocale", "uses localtime", "uses std::set_terminate",
+                     "uses exit"):
+            self.assertIn(name, problems)
+        self.assertIn("take what you need as a parameter", problems)  # what to write instead
+
+    def test_mpi_that_leaves_the_job_stays_refused(self):
+        problems = self.problems(self.compiled("refused_mpi.cpp"))
+        for name in ("MPI_Abort", "MPI_Comm_spawn", "MPI_File_open", "MPI_Open_port", "MPI_Comm_connect",
+                     "ompi_mpi_info_env"):
+            self.assertIn(f"uses {name} ", problems)
+        self.assertIn("MPI_Abort ends every rank", problems)
+        self.assertNotIn("MPI_Info_get_nkeys", problems)
+
+    def test_an_exception_given_its_type_by_hand_stays_refused(self):
+        problems = self.problems(self.compiled("refused_handmade_exception.cpp"))
+        self.assertIn("uses __cxa_init_primary_exception", problems)
+        self.assertIn("std::make_exception_ptr", problems)
+
+    def test_nvtx_with_its_loader_turned_back_on_is_refused(self):
+        problems = self.problems(self.compiled("refused_nvtx_loader.cpp"))
+        self.assertIn("uses getenv", problems)
+        self.assertIn("uses dlopen", problems)
+
+    def test_a_global_table_of_std_function_is_refused_with_the_advice_to_make_it_local(self):
+        problems = self.problems(self.compiled("global_function_table.cpp"))
+        self.assertIn("calls through a pointer", problems)
+        self.assertIn("make it a function-local static", problems)
+
+
 class LayoutUnitTests(unittest.TestCase):
     def test_discover_lessons(self):
         lessons = layout.discover_lessons(FIXTURE)
