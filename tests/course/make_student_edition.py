@@ -11,10 +11,11 @@
 """Usage: make_student_edition.py [--course ROOT] (--output DIR | --tar FILE.tar.gz | both) [--strict]
 
 Left out: solutions/, tests/wrong/, tests/course/ (the course checks and this script),
-tests/grader/fixture/ and tests/grader/test_*.py (the grader's own tests), .ci/, and what
-git ignores (build folders). With git, the files are the ones git tracks (as the working tree
-has them): anything else in the folder (a class's submissions, a grades CSV, a file not yet
-added) is not part of the course, is left out, and is named on stderr; without git, every file
+tests/grader/fixture/, tests/grader/test_*.py and tests/grader/correct/ (the grader's own tests
+and its corpus of correct files), .ci/, and what git ignores (build folders). With git, the
+files are the ones git tracks (as the working tree has them): anything else in the folder (a
+class's submissions, a grades CSV, a file not yet added) is not part of the course, is left
+out, and is named on stderr; without git, every file
 but build*/, .git and caches.
 Added: .course/starters/NN-name/<file>, a copy of each lesson's starter as the edition has it,
 from which `./course reset NN` puts a student's starter back (the edition is no git checkout).
@@ -58,6 +59,7 @@ LEFT_OUT = [
     ("tests/wrong", "the known-wrong variants: their names and the cases that catch them are hints"),
     ("tests/course", "the course's own checks (they need the solutions) and this script"),
     ("tests/grader/fixture", "the grader's own tests (run in the full course)"),
+    ("tests/grader/correct", "correct-but-different student files of every lesson: an answer key"),
     (".ci", "the full course's continuous integration"),
     (".gpuhost", "the GPU host's set-up"),
 ]

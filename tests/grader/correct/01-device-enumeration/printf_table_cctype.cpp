@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Correct-but-different lesson 01 file (tests/grader/correct/README.md): must earn full marks.
+// Idioms: the table built line by line with std::snprintf into a buffer, the UUID written in
+// upper case and lowered with <cctype>'s std::tolower, printf debugging of each selected device.
+#include <cuda_runtime.h>
+
+#include <cctype>
+#include <cstdio>
+
+#include "common/check.h"
+#include "common/device_guard.h"
+#include "common/not_implemented.h"
+#include "device_enumeration.h"
+
+namespace lesson01 {
+
+int count_devices() {
+  // Task 1: no driver and no device are answers ("0 GPUs"), not failures.
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver) {
+    (void)cudaGetLastError();  // clear it, so a later check does not report it
+    return 0;
+  }
+  CUDA_CHECK(error);
+  return count;
+}
+
+DeviceInfo describe_device(int ordinal) {
+  // Task 2: properties need no current device, but cudaMemGetInfo reports on the current one.
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  info.name = prop.name;
+  info.major = prop.major;
+  info.minor = prop.minor;
+  info.total_memory = prop.totalGlobalMem;
+  info.multiprocessor_count = prop.multiProcessorCount;
+
+  char bus_id[32] = {};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal));
+  info.pci_bus_id = bus_id;
+
+  char uuid[64] = {};
+  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  info.uuid = uuid;
+  for (char& c : info.uuid) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // "GPU-" too
+  info.uuid.replace(0, 4, "GPU-");
+
+  course::DeviceGuard guard(ordinal);  // restores the caller's device on every way out
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  info.free_memory = free_bytes;
+  return info;
+}
+
+std::vector<int> select_devices(const SelectionCriteria& criteria) {
+  // Task 3: ordinals in ascending order; the lowest ones win when there are too many.
+  std::vector<int> selected;
+  const int count = count_devices();
+  for (int d = 0; d < count && static_cast<int>(selected.size()) < criteria.max_devices; ++d) {
+    const DeviceInfo info = describe_device(d);
+    const bool new_enough =
+        info.major > criteria.min_major || (info.major == criteria.min_major && info.minor >= criteria.min_minor);
+    if (new_enough && info.free_memory >= criteria.min_free_memory) {
+      std::printf("select_devices: keeping GPU %d (%s, %d.%d)\n", d, info.name.c_str(), info.major, info.minor);
+      selected.push_back(d);
+    }
+  }
+  return selected;
+}
+
+void print_device_table(std::ostream& out, const std::vector<DeviceInfo>& devices) {
+  // Task 4: fixed-width columns; GB = 10^9 bytes, as memory datasheets count.
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s%-26s%-5s%10s%10s%6s  %-14s%s\n", "GPU", "name", "cc", "total GB", "free GB",
+                "SMs", "PCI bus id", "UUID");
+  out << line;
+  for (const DeviceInfo& d : devices) {
+    const std::string cc = std::to_string(d.major) + "." + std::to_string(d.minor);
+    std::snprintf(line, sizeof line, "%-4d%-26s%-5s%10.1f%10.1f%6d  %-14s%s\n", d.ordinal, d.name.c_str(), cc.c_str(),
+                  d.total_memory / 1e9, d.free_memory / 1e9, d.multiprocessor_count, d.pci_bus_id.c_str(),
+                  d.uuid.c_str());
+    out << line;
+  }
+}
+
+}  // namespace lesson01
