@@ -918,6 +918,16 @@ class AllowlistObjectTests(unittest.TestCase):
 
     # ------------------------------------------------------------ correct code
 
+    def test_a_global_table_built_with_the_stack_protector_is_accepted(self):
+        # Ubuntu's GCC protects the stack by default (-fstack-protector-strong): a global's
+        # initializer then calls __stack_chk_fail, a correct file refused on the GPU host (GCC 13.3).
+        source = ("#include <map>\n#include <string>\n#include <vector>\n"
+                  "const std::map<std::string, std::vector<int>> kTable = {{\"rows\", {1, 2}}, {\"columns\", {3}}};\n"
+                  "int table_size() { return static_cast<int>(kTable.size()); }\n")
+        for level in ("-O2", "-O0"):
+            obj = self.compile(source, "-fstack-protector-all", level=level, name="protected_table.cpp")
+            self.assertEqual(self.problems(obj), "", level)
+
     def test_everyday_cxx_is_accepted_optimised_or_not(self):
         for level in ("-O2", "-O0"):
             self.assertEqual(self.problems(self.compiled("accepted_stdlib.cpp", level)), "", level)
