@@ -2,9 +2,9 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Correct-but-different lesson 09 file (tests/grader/correct/README.md): must earn full marks.
-// Idioms: the handles exchanged as one element of an MPI derived datatype (MPI_Type_contiguous,
-// MPI_Type_commit, MPI_Type_free) instead of counting bytes; the type is freed before the
-// exchange's result is checked.
+// Idioms: rank 0's IdMessage and the handles each exchanged as one element of an MPI derived
+// datatype (MPI_Type_contiguous of MPI_BYTE, MPI_Type_commit, MPI_Type_free) instead of counting
+// bytes; the type is freed before the exchange's result is checked.
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -102,18 +102,30 @@ RankPlacement place_rank(const Environment& environment, int visible_devices) {
 
 // ---- Task 2 -------------------------------------------------------------------------------------
 
-ncclComm_t init_nccl_over_mpi(MPI_Comm comm, int device, std::chrono::milliseconds timeout) {
+ncclComm_t init_nccl_over_mpi(MPI_Comm comm, int device, std::chrono::milliseconds timeout,
+                              const MakeUniqueId& make_id) {
   if (timeout.count() <= 0) throw std::invalid_argument("init_nccl_over_mpi: the timeout must be > 0");
   int rank = 0, size = 1;
   mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  ncclUniqueId id{};
-  if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-  mpi_check(MPI_Bcast(id.internal, NCCL_UNIQUE_ID_BYTES, MPI_BYTE, 0, comm), "MPI_Bcast");
+  const std::string who = "init_nccl_over_mpi: rank " + std::to_string(rank) + " of " + std::to_string(size);
+  // Rank 0 broadcasts whether it made the id, and the id, whatever happened, as one element of a
+  // derived type: sizeof(IdMessage) bytes, the same type signature as that many MPI_BYTEs.
+  IdMessage message;
+  if (rank == 0) message.made = make_id(&message.id);
+  MPI_Datatype message_type = MPI_DATATYPE_NULL;
+  mpi_check(MPI_Type_contiguous(static_cast<int>(sizeof(IdMessage)), MPI_BYTE, &message_type),
+            "MPI_Type_contiguous");
+  mpi_check(MPI_Type_commit(&message_type), "MPI_Type_commit");
+  const int broadcast = MPI_Bcast(&message, 1, message_type, 0, comm);
+  (void)MPI_Type_free(&message_type);
+  mpi_check(broadcast, "MPI_Bcast");
+  if (message.made != ncclSuccess)
+    throw std::runtime_error(who + ": rank 0 could not make the NCCL id: " + ncclGetErrorString(message.made));
+  const ncclUniqueId& id = message.id;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
 
   const course::DeviceGuard on_device(device);
-  const std::string who = "init_nccl_over_mpi: rank " + std::to_string(rank) + " of " + std::to_string(size);
   ncclComm_t nccl = nullptr;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // the init returns at once (ncclInProgress); we poll instead of blocking
