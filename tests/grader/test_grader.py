@@ -672,6 +672,20 @@ class StatusUnitTests(unittest.TestCase):
         self.assertLessEqual({"passed", "failed 1 of 2 cases", "missing", "does not build", "refused",
                               "crashed 1 of 1 case", "invalid results", "ungraded"}, shorts)
 
+    def test_require_gpus_names_a_few_students_and_counts_the_rest(self):
+        # issue 45: 35 lines a student on a machine short of GPUs (1,400 for a class of 40)
+        grades = []
+        for k in range(40):
+            one = a_grade(lesson_grade("01", ("skipped", 2, "needs 2 GPUs, found 1", 2),
+                                       ("skipped", 1, "needs 2 GPUs, found 1", 2), ("passed", 1, "", 1)))
+            one.student = f"student{k:02d}"
+            grades.append(one)
+        lines = grade.gpu_skip_report(grades)
+        self.assertLessEqual(len(lines), grade.GPU_SKIP_STUDENTS + 2, "\n".join(lines))
+        self.assertIn("student00: 2 cases (01-x: 2); needs 2 GPUs, found 1", lines[0])
+        self.assertIn("and 30 more students the same way", "\n".join(lines))
+        self.assertEqual(grade.gpu_skip_report(grades[:1])[0].count("needs 2 GPUs"), 1)
+
     def test_a_cut_status_keeps_its_ungraded_points(self):
         long = lesson_grade("01", ("failed", 2, "REQUIRE( x == y ) " * 30, 0), self.gpus)
         cell = long.status(report_csv.STATUS_WIDTH)
