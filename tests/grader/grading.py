@@ -319,6 +319,10 @@ class Grader:
         if len(lessons) < 2:
             return
         offset = profiling.ninja_log_offset(build)
+        # The longest quiet step of a grading (the first build of the nine lessons: minutes on a
+        # small machine): say so before it starts (issue 45: the solutions check seemed silent).
+        self.say(f"building {len(lessons)} lessons together ({', '.join(lesson.slug[:2] for lesson in lessons)}): "
+                 "the first build takes minutes on a small machine, later ones only the student files")
         with self.profile.span("build all lessons", detail=f"{len(lessons)} lessons"):
             together = meson_build.compile_target(build, source, [lesson.target for lesson in lessons],
                                                   self.settings.build_timeout, self.settings.jobs,
