@@ -288,8 +288,8 @@ bool open_result_channel(int argc, char** argv) {
 
 void close_result_channel(int exit_code) {
   if (g_fd < 0) return;
-  write_all(record_head("end") + ",\"cases\":" + std::to_string(g_results) + ",\"exit\":" +
-            std::to_string(exit_code) + "}\n");
+  write_all(record_head("end") + ",\"cases\":" + std::to_string(g_results) + ",\"exit\":" + std::to_string(exit_code) +
+            "}\n");
   close(g_fd);
   g_fd = -1;
 }
