@@ -291,11 +291,6 @@ def read_transcript(outcome: Outcome, expected: list[str]) -> Transcript:
     return transcript
 
 
-def read_records(outcome: Outcome, expected: list[str]) -> dict[str, dict]:
-    """{case name: result record} of the run's result channel (read_transcript's checks)."""
-    return read_transcript(outcome, expected).records
-
-
 def unclean_end(outcome: Outcome, transcript: Transcript, cases: int) -> str:
     """'' when the run of `cases` cases ended the way the protocol says, and its results count:
     a result for every case, the closing record, the exit status that record names and that its

@@ -36,8 +36,7 @@ MOST_LOST = 3  # cases listed per lesson
 
 
 def printable(text) -> str:
-    """A student's text made safe to print on one line (text_safety: control, reordering and
-    unencodable characters escaped), so that a name or a message cannot rewrite the terminal or a page."""
+    """text_safety.printable on one line (tabs kept): the class page's and the terminal's cells."""
     return text_safety.printable(str(text), keep="\t")
 
 

@@ -327,7 +327,7 @@ def gpu_skip_report(grades: list[Grade]) -> list[str]:
         for lesson, _ in skips:
             per_lesson[lesson.lesson.slug] = per_lesson.get(lesson.lesson.slug, 0) + 1
         needs = sorted({result.message for _, result in skips})
-        lines.append(f"  {class_report.printable(grade.student)}: {len(skips)} cases ("
+        lines.append(f"  {printable(grade.student)}: {len(skips)} cases ("
                      + ", ".join(f"{slug}: {n}" for slug, n in per_lesson.items()) + f"); {'; '.join(needs)}")
     if len(short) > GPU_SKIP_STUDENTS:
         lines.append(f"  and {len(short) - GPU_SKIP_STUDENTS} more students the same way")

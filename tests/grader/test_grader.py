@@ -320,14 +320,14 @@ class ChannelDataTests(unittest.TestCase):
         for why, data in bad.items():
             with self.subTest(why):
                 with self.assertRaises(runner.ChannelError) as caught:
-                    runner.read_records(outcome(0, channel=data), ["a"])
+                    runner.read_transcript(outcome(0, channel=data), ["a"])
                 self.assertIn("is not one the course's listener writes", str(caught.exception))
 
     def test_a_record_as_the_listener_writes_it_is_read(self):
         longest = record_line("a", "failed", "\x1b" * 2003, seq=2)  # the listener's longest message, every byte escaped
         self.assertLess(len(longest), runner.RECORD_BYTES)
         channel = begin_line("a") + longest + end_line(1, 1, 3)
-        self.assertEqual(runner.read_records(outcome(1, channel=channel), ["a"])["a"]["message"], "\x1b" * 2003)
+        self.assertEqual(runner.read_transcript(outcome(1, channel=channel), ["a"]).records["a"]["message"], "\x1b" * 2003)
 
 
 class TextSafetyTests(unittest.TestCase):
