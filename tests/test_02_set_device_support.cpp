@@ -142,6 +142,42 @@ void check_returns_when_done(Runner run) {
                     << " had finished when the call returned; wait for every worker's stream before returning");
     CHECK(done == static_cast<int>(devices.size()));
   }
+
+  // Each of three workers on one GPU held in turn (its work waits for an event recorded behind a
+  // gate): whichever it is, the call must not return while it is held. The spins above end nearly
+  // together, so a call that waits for the first or the last worker's stream only may pass them.
+  const Devices devices = repeated(0, 3);
+  const TestSlices t(3 * 1000 + 1, devices, case_seed(203));
+  const auto scale = [&t](int k, cudaStream_t stream) {
+    launch_scale(t.input[k].data, t.output[k].data, t.ranges[k].size(), kFactor, stream);
+  };
+  run_from_last_device(run, devices, [&](int k, int, cudaStream_t stream) { scale(k, stream); });  // ungated first
+  const course::Stream gate_stream(0);
+  const course::Event released(0, cudaEventDisableTiming);
+  for (int held = 0; held < static_cast<int>(devices.size()); ++held) {
+    for (const Slice& out : t.output) {
+      const course::DeviceGuard on(out.device);
+      course::poison_device(out.data, out.range.size() * sizeof(float));
+    }
+    const bool returned = returns_while_held(
+        gate_stream, "the workers " + show(devices) + " with worker " + std::to_string(held) + " held",
+        [&] {
+          run(devices, [&](int k, int, cudaStream_t stream) {
+            if (k == held) {  // behind the gate: this worker's stream waits until the test opens it
+              released.record(gate_stream);
+              CUDA_CHECK(cudaStreamWaitEvent(stream, released, 0));
+            }
+            scale(k, stream);
+          });
+        },
+        300ms);
+    INFO("workers " << show(devices) << ": worker " << held << "'s work was held back for 0.3 s and the call "
+                    << (returned ? "returned meanwhile: wait for EACH worker's stream, not the first or the last one's "
+                                   "only (workers need not finish in the order they started)"
+                                 : "waited for it"));
+    CHECK_FALSE(returned);
+    t.require_scaled(kFactor);
+  }
 }
 
 void check_overlap(Runner run, const Devices& devices, const std::string& serial_hint) {

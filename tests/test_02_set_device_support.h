@@ -53,7 +53,8 @@ void run_from_last_device(Runner run, const Devices& devices, const DeviceWork& 
 void check_calls(Runner run, const std::vector<Devices>& lists, bool one_thread_each);
 
 // The call returns only when every worker's work is done: a host function enqueued after a
-// 25 ms spin kernel counts the workers whose work has finished.
+// 25 ms spin kernel counts the workers whose work has finished; then each of three workers on one
+// GPU is held back in turn (held_stream.h), and the call must not return while it is held.
 void check_returns_when_done(Runner run);
 
 // A 25 ms spin kernel on every worker together against each worker alone (see overlap.h).

@@ -5,10 +5,10 @@
 // every uneven size, with reductions slowed down on purpose (a host function on the stream) so
 // that a buffer refilled too early shows as a wrong sum and copies that do not overlap the
 // reductions show as a ratio with a wide margin; with one worker's reductions, or its copies,
-// held by a gate (common/testing/held_stream.h) so that workers that take turns, or a chunk
-// reduced before it arrived, show on one GPU; then the crossover, from made-up timing rows
-// without a GPU and from a real measurement's table, and the measurement held against the test's
-// own timing of the same call.
+// held by a gate (common/testing/held_stream.h) so that workers that take turns, a total taken
+// before every worker's partial, or a chunk reduced before it arrived, show on one GPU; then the
+// crossover, from made-up timing rows without a GPU and from a real measurement's table, and the
+// measurement held against the test's own timing of the same call.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -138,6 +138,17 @@ TEST_CASE("every worker streams its range from host memory at the same time as t
   INFO(held_message(outcome, "worker 0's reduction stream"));
   CHECK(outcome.others_finished);
   CHECK(got == exact_sum(values, 0, n));
+}
+
+TEST_CASE("sum_from_host waits for every worker's partial whichever worker is held back",
+          "[04-split-reduction][task:3][gpus:1][points:1]") {
+  require_gpus(1);
+  const std::size_t chunk = 4096, n = 3 * 5 * chunk + 11;
+  const std::vector<float> values = course::random_small_integers(n, case_seed(335));
+  const course::PinnedBuffer<float> host = pinned_copy(values);
+  SplitWorkspace workspace(repeated(0, 3), chunk);
+  check_waits_for_every_worker(
+      workspace, "sum_from_host", [&] { return sum_from_host(workspace, host.data(), n); }, exact_sum(values, 0, n));
 }
 
 TEST_CASE("a chunk is reduced only after its copy has arrived", "[04-split-reduction][task:3][gpus:1][points:2]") {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "common/check.h"
 #include "common/device_guard.h"
@@ -100,6 +101,26 @@ std::function<bool()> others_hold_their_sums(const SplitWorkspace& workspace, co
       if (w.peeker->value(w.slot) != w.sum) return false;
     return true;
   };
+}
+
+void check_waits_for_every_worker(SplitWorkspace& workspace, const std::string& what,
+                                  const std::function<double()>& call, double exact) {
+  run_with_watchdog(what + " (before any gate)", kGateLimit, kGateHint, [&] { (void)call(); });
+  for (std::size_t held = 0; held < workspace.workers.size(); ++held) {
+    poison_results(workspace);
+    double got = 0;
+    const bool returned = course::testing::returns_while_held(
+        workspace.workers[held].stream, what + " with worker " + std::to_string(held) + "'s stream held",
+        [&] { got = call(); }, 300ms);
+    INFO(what << ": worker " << held << " of " << workspace.workers.size()
+              << "'s stream was held for 0.3 s, and the call "
+              << (returned ? "returned meanwhile: a partial was read before its reduction ran (a copy on another "
+                             "stream, a missing event wait, or a wait for the first or the last worker only: the "
+                             "workers need not finish in the order they started; wait for EACH of them)"
+                           : "waited for it"));
+    CHECK_FALSE(returned);
+    CHECK(got == exact);
+  }
 }
 
 std::string held_message(const HeldOutcome& outcome, const std::string& held_worker) {

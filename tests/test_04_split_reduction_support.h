@@ -63,6 +63,13 @@ void check_slots(const lesson04::SplitWorkspace& workspace, const std::vector<fl
 std::function<bool()> others_hold_their_sums(const lesson04::SplitWorkspace& workspace,
                                              const std::vector<float>& values, std::size_t n, int held);
 
+// Each worker of `workspace` held in turn (its `stream`, held_stream.h) while `call` (named `what`)
+// sums values[0, n): the call must not return while the worker is held, whichever it is, and must
+// return the exact sum. Runs `call` once ungated first and poisons the results before each run. A
+// call that waits for the first or the last worker's stream only returns meanwhile.
+void check_waits_for_every_worker(lesson04::SplitWorkspace& workspace, const std::string& what,
+                                  const std::function<double()>& call, double exact);
+
 // outcome.describe(held_worker), and, when the other workers were not seen to finish, where the
 // code under test puts what it copies to the host (pinned memory of the workspace).
 std::string held_message(const HeldOutcome& outcome, const std::string& held_worker);

@@ -223,6 +223,14 @@ TEST_CASE("the row split's workers run at the same time: the others finish while
                              [&] { multiply_rows(A, three.io.x.data(), three.io.y.data()); });
 }
 
+TEST_CASE("multiply_rows returns only once every worker's rows of y have arrived whichever worker is held back",
+          "[05-matvec][task:2][gpus:1][points:1]") {
+  const ThreeWorkers three(1260);
+  DistributedMatrix A = distribute_rows(three.devices, three.io.root, three.p.W.data(), three.p.m, three.p.n);
+  check_row_split_waits_for_each_worker(three, A, "multiply_rows",
+                                        [&] { multiply_rows(A, three.io.x.data(), three.io.y.data()); });
+}
+
 TEST_CASE("two GPUs do the row split in clearly less time than one", "[05-matvec][task:2][gpus:2][points:1][timing]") {
   require_gpus(2);
   set_peer_access_by_runtime(true);  // copies between the two go over the link where there is one
@@ -341,6 +349,21 @@ TEST_CASE("the root sums the partial ys only once the last one has arrived, wait
     CHECK(sum_enqueued);
   }
   check_y(split.p, split.io.result(), "multiply_columns once worker 2 was let go");
+}
+
+TEST_CASE("multiply_columns returns only once every worker's partial y is summed whichever worker is held back",
+          "[05-matvec][task:3][gpus:1][points:1]") {
+  ColumnSplitToHold split(require_gpus(1), 2270);
+  std::vector<cudaStream_t> streams;
+  for (const Worker& w : split.A.workers) streams.push_back(w.stream);
+  check_waits_for_each_worker(
+      streams, "multiply_columns on " + split.devices(),
+      [&] {
+        split.io.poison_y();
+        poison_workers(split.A);
+      },
+      [&] { split.multiply(); },
+      [&] { check_y(split.p, split.io.result(), "multiply_columns once the held worker was let go"); });
 }
 
 TEST_CASE("the partial ys are summed on the root device, which need not hold a worker",

@@ -164,6 +164,17 @@ TEST_CASE("the cuBLAS row split's workers run at the same time: the others finis
                              [&] { multiply_rows_cublas(A, made.value, three.io.x.data(), three.io.y.data()); });
 }
 
+TEST_CASE("multiply_rows_cublas returns only once every worker's rows of y have arrived whichever worker is held back",
+          "[05-matvec][task:4][gpus:1][points:1]") {
+  const ThreeWorkers three(3260);
+  DistributedMatrix A = test_row_split(three.devices, three.io.root, three.p);
+  const StudentHandles made(create_cublas_handles(A), destroy_handles);
+  REQUIRE(made.value.size() == three.devices.size());
+  check_row_split_waits_for_each_worker(three, A, "multiply_rows_cublas", [&] {
+    multiply_rows_cublas(A, made.value, three.io.x.data(), three.io.y.data());
+  });
+}
+
 TEST_CASE("cuBLAS handles are made on each worker's device whatever device the caller has current",
           "[05-matvec][task:4][gpus:2][points:1]") {
   require_gpus(2);

@@ -155,6 +155,27 @@ TEST_CASE("the managed product's workers run at the same time: the others finish
   check_y(p, managed_y(A), "multiply_managed once worker 0 was let go", course::split_ranges(p.m, 3));
 }
 
+TEST_CASE("multiply_managed returns only once every worker's rows of y are written whichever worker is held back",
+          "[05-matvec][task:5][gpus:1][points:1]") {
+  const int gpus = require_gpus(1);
+  const std::vector<int> devices = workers_on(3, gpus);  // {0, 0, 0} on one GPU
+  require_managed_access(devices);
+  const Problem p = make_problem(3000, 1000, 4260);
+  StudentManaged made(allocate_managed(devices, p.m, p.n), free_managed);
+  ManagedMatrix& A = made.value;
+  REQUIRE((A.W != nullptr && A.x != nullptr && A.y != nullptr && A.streams.size() == devices.size()));
+  std::copy(p.W.begin(), p.W.end(), A.W);
+  std::copy(p.x.begin(), p.x.end(), A.x);
+  std::vector<cudaStream_t> streams;
+  for (const course::Stream& stream : A.streams) streams.push_back(stream);
+  check_waits_for_each_worker(
+      streams, "multiply_managed on " + describe(devices), [&] { std::fill(A.y, A.y + p.m, NAN); },
+      [&] { multiply_managed(A); },
+      [&] {
+        check_y(p, managed_y(A), "multiply_managed once the held worker was let go", course::split_ranges(p.m, 3));
+      });
+}
+
 TEST_CASE("each managed block of rows is advised to and prefetched onto its worker's device",
           "[05-matvec][task:5][gpus:1][points:2]") {
   const int gpus = require_gpus(1);

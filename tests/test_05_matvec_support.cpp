@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <string>
 
 #include "common/device_guard.h"
 #include "common/random.h"
@@ -136,6 +137,24 @@ void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, con
   });
 }
 
+void check_waits_for_each_worker(const std::vector<cudaStream_t>& held, const std::string& what,
+                                 const std::function<void()>& poison, const std::function<void()>& call,
+                                 const std::function<void()>& check) {
+  within_limit(what, call);  // ungated first: loads every kernel it launches
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    poison();
+    const bool returned =
+        returns_while_held(held[k], what + " with worker " + std::to_string(k) + "'s stream held", call, 300ms);
+    INFO(what << ": worker " << k << " of " << held.size() << "'s stream was held for 0.3 s and the call "
+              << (returned ? "returned meanwhile: y is complete only once EVERY worker is done, so wait for each "
+                             "worker's stream, not the first or the last one's only (streams are not ordered with "
+                             "each other)"
+                           : "waited for it"));
+    CHECK_FALSE(returned);
+    check();
+  }
+}
+
 ThreeWorkers::ThreeWorkers(std::uint64_t salt)
     : gpus(require_gpus(1)), devices(workers_on(3, gpus)), p(make_problem(3000, 1000, salt)), io(gpus - 1, p) {}
 
@@ -148,6 +167,24 @@ void check_row_split_while_held(const ThreeWorkers& three, const lesson05::Distr
   check_rows_while_held(three.p, K, A.workers.at(0).stream, three.io.y.data(), three.io.root,
                         name + " on " + describe(three.devices), multiply);
   check_y(three.p, three.io.result(), name + " once worker 0 was let go", course::split_ranges(three.p.m, K));
+}
+
+void check_row_split_waits_for_each_worker(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
+                                           const std::string& name, const std::function<void()>& multiply) {
+  std::vector<cudaStream_t> streams;
+  for (const lesson05::Worker& w : A.workers) streams.push_back(w.stream);
+  const auto K = static_cast<int>(A.workers.size());
+  check_waits_for_each_worker(
+      streams, name + " on " + describe(three.devices),
+      [&] {
+        three.io.poison_y();
+        poison_workers(A);
+      },
+      multiply,
+      [&] {
+        check_y(three.p, three.io.result(), name + " once the held worker was let go",
+                course::split_ranges(three.p.m, K));
+      });
 }
 
 std::vector<int> workers_on(int k, int gpus) {

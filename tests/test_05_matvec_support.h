@@ -78,6 +78,14 @@ course::testing::HeldOutcome check_others_finish_while_held(cudaStream_t held, c
 void check_rows_while_held(const Problem& p, int workers, cudaStream_t held, const float* y, int device,
                            const std::string& what, const std::function<void()>& call);
 
+// "Returns when y is complete", whichever worker ends last: each of `held` (one stream per worker)
+// is held in turn for 0.3 s while `call` (named `what`) runs, and the call must not return
+// meanwhile; `poison` runs before each run and `check` after it. `call` runs once ungated first. A
+// call that waits for the first or the last worker only returns while another one is held.
+void check_waits_for_each_worker(const std::vector<cudaStream_t>& held, const std::string& what,
+                                 const std::function<void()>& poison, const std::function<void()>& call,
+                                 const std::function<void()>& check);
+
 // A problem for three workers held back one at a time: workers_on(3, GPUs) ({0, 0, 0} on one GPU),
 // W of 3000 x 1000 from `salt`, x and y on the last GPU. Skips without a GPU.
 struct ThreeWorkers {
@@ -92,6 +100,11 @@ struct ThreeWorkers {
 // workers' buffers are poisoned again, it runs with worker 0 held, and then y is checked.
 void check_row_split_while_held(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
                                 const std::string& name, const std::function<void()>& multiply);
+
+// check_waits_for_each_worker for a row split A of `three`: y and the workers' buffers poisoned
+// before each run, y checked after it.
+void check_row_split_waits_for_each_worker(const ThreeWorkers& three, const lesson05::DistributedMatrix& A,
+                                           const std::string& name, const std::function<void()>& multiply);
 
 // k workers over the GPUs in turn, from the last one down: {0, 0, 0} on one GPU, {1, 0, 1} on two.
 // Worker 0 is never on device 0 of several GPUs, so a device taken from the worker's index shows;

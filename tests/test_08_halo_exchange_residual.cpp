@@ -5,7 +5,7 @@
 // double-precision reference of the whole grid, the state after the call with the CPU reference bit
 // for bit, the stop at the tolerance with the reference's own residuals, for both schedules and 1 to
 // 4 workers on one GPU; and, with one worker's stream held, that a round's sweeps are all enqueued
-// before the host waits for its residual.
+// before the host waits for its residual, and that the residual waits for that worker's share.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -150,4 +150,39 @@ TEST_CASE("the residual is checked every k sweeps without a host wait in between
     CHECK(report.residuals.size() == 2);
     check_state(grid, states[8], "solve after the held worker went on");
   }
+}
+
+TEST_CASE("each residual adds every worker's share whichever worker is held back",
+          "[08-halo-exchange][task:4][gpus:1][points:1]") {
+  require_gpus(1);
+  const Shape shape{3 * 5 + 2, 45};
+  const std::vector<std::vector<float>> states = random_states(shape, 440, 1);
+  const double r1 = reference_residual(states[0], states[1], shape);
+  const Devices devices = {0, 0, 0};
+  load_kernels(0);
+  for (const Schedule schedule : {Schedule::plain, Schedule::overlapped})
+    for (std::size_t k = 0; k < devices.size(); ++k) {
+      Decomposition grid = decompose(devices, shape.ny, shape.nx, states[0]);
+      const Worker& held = grid.workers[k];
+      // One sweep with its check: no other worker waits for the held stream in it (its halos are for
+      // the next sweep), so only worker k's share of the residual is late.
+      const std::string stream_name = schedule == Schedule::plain ? "stream" : "boundary_stream";
+      SolveReport report;
+      const bool returned = course::testing::returns_while_held(
+          schedule == Schedule::plain ? held.stream.get() : held.boundary_stream.get(),
+          "solve with worker " + std::to_string(k) + "'s " + stream_name + " held",
+          [&] {
+            report = solve(grid, 1, {schedule, 1, 0});
+          },
+          300ms);
+      INFO("schedule " << name_of(schedule) << ", solve(grid, 1, check_every 1) with worker " << k << "'s "
+                       << stream_name << " held for 0.3 s: the residual is the sum of EVERY worker's shares, so the "
+                       << "host waits for every worker's streams before it adds them, not the first or the last "
+                       << "worker's only (workers need not finish in order), and the call returns only once all is "
+                       << "done");
+      CHECK_FALSE(returned);
+      REQUIRE(report.residuals.size() == 1);
+      CHECK_THAT(report.residuals[0], WithinRel(r1, kResidualTolerance));
+      check_state(grid, states[1], "solve after the held worker went on");
+    }
 }

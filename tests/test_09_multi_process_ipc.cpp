@@ -6,8 +6,9 @@
 // student's IpcAllReduce, sums seeded inputs into poisoned outputs, checks them bit for bit against
 // the same sum in rank order on the CPU (float, the order the contract fixes), and reports a hash of
 // its result so the graded case can check that every rank got the same bits. Two handshakes are
-// checked by holding one rank's stream for 300 ms with a host function: before its call (the others
-// must wait for its input) and before its sum (the others must not overwrite what it still reads).
+// checked by holding the middle one of three ranks' stream for 300 ms with a host function: before
+// its call (the others must wait for its input) and before its sum (the others must not overwrite
+// what it still reads).
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -173,10 +174,12 @@ TEST_CASE(kHandshakeRankCase, "[.][rank]") {
   try {
     IpcAllReduce ipc = open_ipc_all_reduce(MPI_COMM_WORLD, session.device(), kMaxCount);
     const course::Stream stream(session.device());
-    const bool held = session.rank() == session.size() - 1;
+    // The middle rank of three: a rank that waits for one peer only (rank 0, its ring neighbour, the
+    // first or the last) misses it on one side or the other.
+    const bool held = session.rank() == session.size() / 2;
     const std::size_t count = kMaxCount;
     std::vector<float> all_results;
-    // Call 1 fills every published buffer; call 2 runs with the last rank's stream held before the
+    // Call 1 fills every published buffer; call 2 runs with the held rank's stream held before the
     // call (the others must wait for its input, not read call 1's); call 3 holds it before its sum
     // (the others' call 4 must not overwrite what it has not read yet).
     const Operands first(session.device(), session.rank(), count, 1),
@@ -217,8 +220,8 @@ TEST_CASE("a rank held back before its call or before its sum is waited for and 
           "[09-multi-process][task:3][gpus:1][points:3]") {
   require_gpus(1);
   check_job(
-      run_mpi_job(kHandshakeRankCase, 2,
+      run_mpi_job(kHandshakeRankCase, 3,
                   {{"COURSE_SEED", std::to_string(case_seed(0x0905))}, {"CUDA_VISIBLE_DEVICES", first_visible_gpu()}},
                   std::chrono::seconds(120)),
-      2);
+      3);
 }
