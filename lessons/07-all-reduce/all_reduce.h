@@ -39,7 +39,7 @@ constexpr int kMaxWorkers = 8;
 // The one-shot's default limit: 16 Mi floats (64 MiB) of scratch per worker.
 constexpr std::size_t kDefaultOneShotMaxCount = std::size_t{1} << 24;
 
-// The dispatcher's crossover before task 5 measures one: 128 Ki floats (512 KiB).
+// The dispatcher's crossover before task 6 measures one: 128 Ki floats (512 KiB).
 constexpr std::size_t kDefaultCrossoverCount = std::size_t{1} << 17;
 
 // Task 4 (the one-kernel): what a worker's kernel and its peers' kernels tell each other, in that
