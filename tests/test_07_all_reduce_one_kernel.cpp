@@ -3,7 +3,7 @@
 //
 // Lesson 07 tests, task 4: the one-shot as one kernel per worker. The same inputs, poisoning and
 // reference as the other all-reduces (test_07_all_reduce_support.h), and the same bits as the
-// event one-shot. Its kernels order themselves through flags, so the races are made visible by
+// one-shot. Its kernels order themselves through flags, so the races are made visible by
 // making one worker's kernel late (a host-function sleep before it on its stream), by replaying
 // a graph whose inputs change between replays, by holding back the flag that says a peer has
 // finished reading, and by never launching one worker's kernel at all (the others must give up,
@@ -36,41 +36,6 @@ constexpr const char* kKernelHint =
     "a kernel that waits for a flag that never comes and never gives up (the wait must end after "
     "workspace.patience), or a flag written where its reader does not look";
 
-// Every worker's result, read back.
-std::vector<std::vector<float>> results(const Buffers& buffers) {
-  std::vector<std::vector<float>> all;
-  for (std::size_t k = 0; k < buffers.pointers.size(); ++k) all.push_back(buffers.result(static_cast<int>(k)));
-  return all;
-}
-
-// How many floats of `got` differ in their bits from `expected`.
-std::size_t bits_differ(const std::vector<float>& got, const std::vector<float>& expected) {
-  std::size_t differ = got.size() == expected.size() ? 0 : got.size() + expected.size();
-  for (std::size_t i = 0; i < got.size() && i < expected.size(); ++i)
-    differ += std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(expected[i]) ? 0 : 1;
-  return differ;
-}
-
-// The event one-shot's result for `buffers`' inputs (task 3's, the bits the kernel one-shot must give).
-std::vector<std::vector<float>> event_one_shot_bits(AllReduceWorkspace& workspace, Buffers& buffers) {
-  buffers.reset();
-  one_shot_all_reduce(workspace, buffers.pointers, buffers.count);
-  wait_for_workers(workspace);
-  buffers.check("the event one-shot (task 3), whose bits the kernel one-shot must give");
-  std::vector<std::vector<float>> bits = results(buffers);
-  buffers.reset();
-  return bits;
-}
-
-// Copies worker k's input of `from` into `to`'s source copy (the memory a captured call reads its input from).
-void load_sources(const Buffers& from, Buffers& to) {
-  for (std::size_t k = 0; k < from.pointers.size(); ++k) {
-    const course::DeviceGuard on_device(from.devices[k]);
-    CUDA_CHECK(
-        cudaMemcpy(to.sources[k].data(), from.inputs[k].data(), from.count * sizeof(float), cudaMemcpyHostToDevice));
-  }
-}
-
 // One worker's Signals, read back.
 Signals read_signals(const Worker& worker) {
   Signals signals{};
@@ -83,7 +48,7 @@ Signals read_signals(const Worker& worker) {
 
 // ---- Task 4 ---------------------------------------------------------------------------------
 
-TEST_CASE("the kernel one-shot's grid is one block for a few floats, at most kMaxBlocks, and grows with the count",
+TEST_CASE("the one-kernel's grid is one block for a few floats, at most kMaxBlocks, and grows with the count",
           "[07-all-reduce][task:4][gpus:1][points:1]") {
   require_gpus(1);
   AllReduceWorkspace two(repeated(0, 2), 1 << 20), eight(repeated(0, 8), 1 << 20);
@@ -103,17 +68,17 @@ TEST_CASE("the kernel one-shot's grid is one block for a few floats, at most kMa
   }
 }
 
-TEST_CASE("the kernel one-shot matches a double-precision reference for 1 to 4 workers on one GPU and every count",
+TEST_CASE("the one-kernel matches a double-precision reference for 1 to 4 workers on one GPU and every count",
           "[07-all-reduce][task:4][gpus:1][points:3][concurrent]") {
-  run_with_watchdog("the kernel one-shot on 1 to 4 workers", kKernelLimit, kKernelHint, [] {
+  run_with_watchdog("the one-kernel on 1 to 4 workers", kKernelLimit, kKernelHint, [] {
     check_matches_reference(
-        "kernel one-shot",
+        "one-kernel",
         [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { one_kernel_all_reduce(w, b, n); }, 370,
         /*poison_scratch=*/true);
   });
 }
 
-TEST_CASE("the kernel one-shot is one launch per worker with its arguments and nothing else on any stream",
+TEST_CASE("the one-kernel is one launch per worker with its arguments and nothing else on any stream",
           "[07-all-reduce][task:4][gpus:1][points:2][concurrent]") {
   require_gpus(1);
   const std::size_t count = 100003;
@@ -128,11 +93,11 @@ TEST_CASE("the kernel one-shot is one launch per worker with its arguments and n
     launches.push_back({args, stream});
     enqueue_one_kernel(args, stream);
   };
-  run_with_watchdog("a recorded kernel one-shot", kKernelLimit, kKernelHint, [&] {
+  run_with_watchdog("a recorded one-kernel", kKernelLimit, kKernelHint, [&] {
     one_kernel_all_reduce(workspace, buffers.pointers, count, record);
     wait_for_workers(workspace);
   });
-  buffers.check("the kernel one-shot through a recording launcher");
+  buffers.check("the one-kernel through a recording launcher");
   REQUIRE(launches.size() == 3);
   const int blocks = one_kernel_blocks(workspace, count);
   for (int k = 0; k < 3; ++k) {
@@ -146,6 +111,7 @@ TEST_CASE("the kernel one-shot is one launch per worker with its arguments and n
     CHECK(a.blocks == blocks);
     CHECK(a.patience_ns == workspace.patience.count());
     CHECK(a.give_up == &workspace.give_ups[k]);
+    CHECK(a.give_up_claim == workspace.workers[k].give_up_claim.data());
     CHECK(a.half == kernel_half(workspace.one_shot_max_count));
     CHECK(launches[k].stream == workspace.workers[k].stream.get());
     for (int j = 0; j < 3; ++j) {
@@ -201,19 +167,19 @@ TEST_CASE("the kernel one-shot is one launch per worker with its arguments and n
   CHECK(others == 0);
 }
 
-TEST_CASE("the kernel one-shot gives the event one-shot's bits, and the same from a graph replayed with new inputs",
+TEST_CASE("the one-kernel gives the one-shot's bits, and the same from a graph replayed with new inputs",
           "[07-all-reduce][task:4][gpus:1][points:2][concurrent]") {
   require_gpus(1);
   const std::size_t count = 250001;
   AllReduceWorkspace workspace(repeated(0, 3), count);
   Buffers even(workspace, count, case_seed(390)), odd(workspace, count, case_seed(391));
-  const std::vector<std::vector<float>> even_bits = event_one_shot_bits(workspace, even),
-                                        odd_bits = event_one_shot_bits(workspace, odd);
-  run_with_watchdog("the kernel one-shot, plain and replayed from a graph", kKernelLimit, kKernelHint, [&] {
+  const std::vector<std::vector<float>> even_bits = one_shot_bits(workspace, even),
+                                        odd_bits = one_shot_bits(workspace, odd);
+  run_with_watchdog("the one-kernel, plain and replayed from a graph", kKernelLimit, kKernelHint, [&] {
     one_kernel_all_reduce(workspace, even.pointers, count);
     wait_for_workers(workspace);
     for (int k = 0; k < 3; ++k) {
-      INFO("worker " << k << ": the kernel one-shot and the event one-shot of the same inputs differ in "
+      INFO("worker " << k << ": the one-kernel and the one-shot of the same inputs differ in "
                      << bits_differ(even.result(k), even_bits[k])
                      << " floats' bits (the sum in worker order, in float, from the first scratch)");
       CHECK(bits_differ(even.result(k), even_bits[k]) == 0);
@@ -248,15 +214,15 @@ TEST_CASE("the kernel one-shot gives the event one-shot's bits, and the same fro
   });
 }
 
-TEST_CASE("two kernel one-shot calls back to back with one worker's first kernel late both give the sum",
+TEST_CASE("two one-kernel calls back to back with one worker's first kernel late both give the sum",
           "[07-all-reduce][task:4][gpus:1][points:2][concurrent]") {
   require_gpus(1);
   const std::size_t count = 1 << 22;
   for (const int late : {2, 0}) {
     AllReduceWorkspace workspace(repeated(0, 3), count);
     Buffers first(workspace, count, case_seed(400 + late)), second(workspace, count, case_seed(402 + late));
-    const std::vector<std::vector<float>> first_bits = event_one_shot_bits(workspace, first);
-    const std::vector<std::vector<float>> second_bits = event_one_shot_bits(workspace, second);
+    const std::vector<std::vector<float>> first_bits = one_shot_bits(workspace, first);
+    const std::vector<std::vector<float>> second_bits = one_shot_bits(workspace, second);
     one_kernel_all_reduce(workspace, first.pointers, count);  // loads the kernel, ungated
     wait_for_workers(workspace);
     first.reset();
@@ -270,7 +236,7 @@ TEST_CASE("two kernel one-shot calls back to back with one worker's first kernel
       }
       enqueue_one_kernel(args, stream);
     };
-    run_with_watchdog("two kernel one-shot calls, one worker late in the first", kKernelLimit, kKernelHint, [&] {
+    run_with_watchdog("two one-kernel calls, one worker late in the first", kKernelLimit, kKernelHint, [&] {
       one_kernel_all_reduce(workspace, first.pointers, count, late_once);
       one_kernel_all_reduce(workspace, second.pointers, count);  // right away: the same scratches and flags
       wait_for_workers(workspace);
@@ -280,7 +246,7 @@ TEST_CASE("two kernel one-shot calls back to back with one worker's first kernel
       INFO("worker " << late << " late in the first of two calls; worker " << k << ": "
                      << bits_differ(first.result(k), first_bits[k]) << " floats of the first call and "
                      << bits_differ(second.result(k), second_bits[k])
-                     << " of the second differ from the event one-shot's bits (a flag read before its data, a "
+                     << " of the second differ from the one-shot's bits (a flag read before its data, a "
                      << "scratch overwritten while a peer still read it, or a flag of one call taken for another)");
       CHECK(bits_differ(first.result(k), first_bits[k]) == 0);
       CHECK(bits_differ(second.result(k), second_bits[k]) == 0);
@@ -288,13 +254,13 @@ TEST_CASE("two kernel one-shot calls back to back with one worker's first kernel
   }
 }
 
-TEST_CASE("the kernel one-shot publishes into a half of scratch only once every peer has finished reading it",
+TEST_CASE("the one-kernel publishes into a half of scratch only once every peer has finished reading it",
           "[07-all-reduce][task:4][gpus:1][points:1][concurrent]") {
   require_gpus(1);
   const std::size_t count = 4099;
   AllReduceWorkspace workspace(repeated(0, 2), count);
   Buffers buffers(workspace, count, case_seed(410));
-  run_with_watchdog("a kernel one-shot whose peer has not said it finished reading", kKernelLimit, kKernelHint, [&] {
+  run_with_watchdog("a one-kernel whose peer has not said it finished reading", kKernelLimit, kKernelHint, [&] {
     for (int call = 1; call <= 2; ++call) {
       buffers.reset();
       one_kernel_all_reduce(workspace, buffers.pointers, count);
@@ -351,8 +317,8 @@ TEST_CASE("a worker whose kernel never runs makes the others give up within the 
     };
     std::string error;
     const auto start = std::chrono::steady_clock::now();
-    run_with_watchdog("a kernel one-shot with one worker's kernel never launched", std::chrono::seconds(30),
-                      kKernelHint, [&] {
+    run_with_watchdog("a one-kernel with one worker's kernel never launched", std::chrono::seconds(30), kKernelHint,
+                      [&] {
                         one_kernel_all_reduce(workspace, buffers.pointers, count, skip_one);
                         try {
                           wait_for_workers(workspace);
@@ -384,27 +350,26 @@ TEST_CASE("a worker whose kernel never runs makes the others give up within the 
   }
 }
 
-TEST_CASE("the kernel one-shot returns at once and waits on the GPU for a held worker",
+TEST_CASE("the one-kernel returns at once and waits on the GPU for a held worker",
           "[07-all-reduce][task:4][gpus:1][points:1][overlap][concurrent]") {
   require_gpus(1);
   check_behind_held_workers(
-      "kernel one-shot",
+      "one-kernel",
       [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n) { one_kernel_all_reduce(w, b, n); },
       case_seed(430));
 }
 
-TEST_CASE(
-    "on distinct GPUs the kernel one-shot matches NCCL's all-reduce of the same data and keeps the caller's device",
-    "[07-all-reduce][task:4][gpus:2][points:2][concurrent]") {
+TEST_CASE("on distinct GPUs the one-kernel matches NCCL's all-reduce of the same data and keeps the caller's device",
+          "[07-all-reduce][task:4][gpus:2][points:2][concurrent]") {
   check_on_distinct_gpus(
-      "kernel one-shot",
+      "one-kernel",
       [](AllReduceWorkspace& w, std::span<float* const> b, std::size_t n, LaunchDevices& launches) {
         one_kernel_all_reduce(w, b, n, launches.kernel());
       },
       std::size_t{1} << 21, case_seed(440));
 }
 
-TEST_CASE("kernel one-shot calls larger than the scratch or whose buffers do not fit are rejected before any GPU work",
+TEST_CASE("one-kernel calls larger than the scratch or whose buffers do not fit are rejected before any GPU work",
           "[07-all-reduce][task:4][gpus:1][points:1]") {
   require_gpus(1);
   AllReduceWorkspace workspace(repeated(0, 3), 100);

@@ -8,6 +8,7 @@
 
 #include <nccl.h>
 
+#include <bit>
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 #include <cstring>
@@ -109,6 +110,37 @@ void Buffers::check(const std::string& what, int skip) const {
   }
 }
 
+std::vector<std::vector<float>> results(const Buffers& buffers) {
+  std::vector<std::vector<float>> all;
+  for (std::size_t k = 0; k < buffers.pointers.size(); ++k) all.push_back(buffers.result(static_cast<int>(k)));
+  return all;
+}
+
+std::size_t bits_differ(const std::vector<float>& got, const std::vector<float>& expected) {
+  std::size_t differ = got.size() == expected.size() ? 0 : got.size() + expected.size();
+  for (std::size_t i = 0; i < got.size() && i < expected.size(); ++i)
+    differ += std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(expected[i]) ? 0 : 1;
+  return differ;
+}
+
+std::vector<std::vector<float>> one_shot_bits(AllReduceWorkspace& workspace, Buffers& buffers) {
+  buffers.reset();
+  one_shot_all_reduce(workspace, buffers.pointers, buffers.count);
+  wait_for_workers(workspace);
+  buffers.check("the one-shot (task 3), whose bits the one-kernel and the LL one-shot must give");
+  std::vector<std::vector<float>> bits = results(buffers);
+  buffers.reset();
+  return bits;
+}
+
+void load_sources(const Buffers& from, Buffers& to) {
+  for (std::size_t k = 0; k < from.pointers.size(); ++k) {
+    const course::DeviceGuard on_device(from.devices[k]);
+    CUDA_CHECK(
+        cudaMemcpy(to.sources[k].data(), from.inputs[k].data(), from.count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+}
+
 namespace {
 
 // NCCL's communicators for one list of devices, made the first time a case asks for that list and
@@ -151,7 +183,7 @@ std::vector<std::vector<float>> nccl_sums(const Buffers& buffers) {
 }
 
 void wait_for_workers(const AllReduceWorkspace& workspace) {
-  lesson07::synchronize(workspace);  // and a kernel one-shot that gave up throws, with why
+  lesson07::synchronize(workspace);  // and a one-kernel that gave up throws, with why
 }
 
 void poison_scratch(const AllReduceWorkspace& workspace) {
@@ -159,15 +191,18 @@ void poison_scratch(const AllReduceWorkspace& workspace) {
     const course::DeviceGuard on_device(worker.device);
     course::poison_device(worker.scratch.data(), worker.scratch.bytes());
     course::poison_device(worker.kernel_scratch.data(), worker.kernel_scratch.bytes());
+    course::poison_device(worker.ll_inbox.data(), worker.ll_inbox.bytes());
   }
 }
 
 void check_matches_reference(const std::string& name, const AllReduceCall& call, std::uint64_t salt,
-                             bool poison_scratch_first) {
+                             bool poison_scratch_first, std::size_t largest) {
   const int gpus = require_gpus(1);
   for (int workers = 1; workers <= 4; ++workers) {
-    AllReduceWorkspace workspace(repeated(0, workers));
+    AllReduceWorkspace workspace(repeated(0, workers), kDefaultOneShotMaxCount,
+                                 largest == SIZE_MAX ? kDefaultLlMaxCount : largest);
     for (const std::size_t count : counts_for(workers)) {
+      if (count > largest) continue;
       Buffers buffers(workspace, count, case_seed(salt + count));
       if (poison_scratch_first) poison_scratch(workspace);
       CUDA_CHECK(cudaSetDevice(gpus - 1));  // the caller's device is not necessarily a worker's
@@ -181,8 +216,7 @@ void check_matches_reference(const std::string& name, const AllReduceCall& call,
 
 namespace {
 void check_behind_a_held_worker(const std::string& name, const AllReduceCall& call, int workers, int held,
-                                std::uint64_t seed) {
-  const std::size_t count = 1000003;
+                                std::uint64_t seed, std::size_t count) {
   AllReduceWorkspace workspace(repeated(0, workers));
   Buffers buffers(workspace, count, seed);
   call(workspace, buffers.pointers, count);                     // loads every kernel it uses, ungated
@@ -210,10 +244,11 @@ void check_behind_a_held_worker(const std::string& name, const AllReduceCall& ca
 }
 }  // namespace
 
-void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed) {
+void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed,
+                               std::size_t count) {
   for (int workers = 2; workers <= 4; ++workers) {
-    check_behind_a_held_worker(name, call, workers, 0, seed);
-    check_behind_a_held_worker(name, call, workers, workers - 1, seed);
+    check_behind_a_held_worker(name, call, workers, 0, seed, count);
+    check_behind_a_held_worker(name, call, workers, workers - 1, seed, count);
   }
 }
 
@@ -233,8 +268,15 @@ lesson07::PeerSum LaunchDevices::sum() {
 
 lesson07::OneKernelLaunch LaunchDevices::kernel() {
   return [this](const OneKernelArgs& args, cudaStream_t stream) {
-    note("a kernel one-shot's kernel", stream);
+    note("a one-kernel's kernel", stream);
     enqueue_one_kernel(args, stream);
+  };
+}
+
+lesson07::LlOneShotLaunch LaunchDevices::ll_one_shot() {
+  return [this](const LlOneShotArgs& args, cudaStream_t stream) {
+    note("an LL one-shot's kernel", stream);
+    enqueue_ll_one_shot(args, stream);
   };
 }
 
@@ -247,6 +289,7 @@ void check_on_distinct_gpus(const std::string& name, const CheckedCall& call, st
     AllReduceWorkspace workspace(devices, one_shot_max_count);
     const std::set<int> distinct(devices.begin(), devices.end());
     for (const std::size_t count : counts_for(workspace.size())) {
+      if (count > one_shot_max_count) continue;
       Buffers buffers(workspace, count, course::mix_seed(seed, count));
       const std::string what = name + " on " + course::testing::show(devices) + ", count " + std::to_string(count);
       LaunchDevices launches;

@@ -73,14 +73,28 @@ struct Buffers {
   std::vector<float> result(int k) const;
 };
 
+// Every worker's result, read back.
+std::vector<std::vector<float>> results(const Buffers& buffers);
+
+// How many floats of `got` differ in their bits from `expected`.
+std::size_t bits_differ(const std::vector<float>& got, const std::vector<float>& expected);
+
+// The one-shot's result for `buffers`' inputs (task 3's: the bits the one-kernel and the LL
+// one-shot must give); `buffers` reset to the inputs after.
+std::vector<std::vector<float>> one_shot_bits(lesson07::AllReduceWorkspace& workspace, Buffers& buffers);
+
+// Copies worker k's input of `from` into `to`'s source copy (the memory a captured call reads its input from).
+void load_sources(const Buffers& from, Buffers& to);
+
 // NCCL's in-place all-reduce of the same inputs, one rank per worker (their devices must be
 // distinct): each rank's sum, read back. The communicators for a list are made once per test program.
 std::vector<std::vector<float>> nccl_sums(const Buffers& buffers);
 
-// Waits for every worker's stream (lesson07::synchronize: a kernel one-shot that gave up throws).
+// Waits for every worker's stream (lesson07::synchronize: a one-kernel or LL one-shot that gave up throws).
 void wait_for_workers(const lesson07::AllReduceWorkspace& workspace);
 
-// Poisons every worker's scratch and kernel scratch, synchronously.
+// Poisons every worker's scratch, kernel scratch and LL inbox, synchronously (a poisoned LL word
+// carries the call number 0xFFFFFFFF: never a call's).
 void poison_scratch(const lesson07::AllReduceWorkspace& workspace);
 
 // A host function that sleeps `delay` on `stream`: everything after it on that stream waits.
@@ -95,19 +109,21 @@ inline constexpr auto kLate = std::chrono::milliseconds(100);
 using AllReduceCall =
     std::function<void(lesson07::AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count)>;
 
-// 1 to 4 workers on GPU 0 and every count (the caller on the last GPU): the call leaves the
-// caller's device current and every worker ends with the double-precision reference. The seed of
-// each count is case_seed(salt + count); with poison_scratch, every worker's scratch is poisoned
-// before each call (a copy the call does not make then reads NaN, not an earlier count's input).
+// 1 to 4 workers on GPU 0 and every count up to `largest` (the caller on the last GPU): the call
+// leaves the caller's device current and every worker ends with the double-precision reference.
+// The seed of each count is case_seed(salt + count); with poison_scratch, every worker's scratch is
+// poisoned before each call (a copy the call does not make then reads NaN, not an earlier count's
+// input). The workspace's LL one-shot takes `largest` floats (kDefaultLlMaxCount when not given).
 void check_matches_reference(const std::string& name, const AllReduceCall& call, std::uint64_t salt,
-                             bool poison_scratch);
+                             bool poison_scratch, std::size_t largest = SIZE_MAX);
 
-// 2 to 4 workers on GPU 0, 1000003 floats, with the first and then the last worker held: the call
+// 2 to 4 workers on GPU 0, `count` floats, with the first and then the last worker held: the call
 // made once ungated (it loads its kernels), then again with the held worker's input enqueued behind
 // a gate on its stream (its buffer and every scratch poisoned before): the call must return while
 // the gate is closed, and every worker must end with the sum once it opens. `name` names the call
 // in the messages.
-void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed);
+void check_behind_held_workers(const std::string& name, const AllReduceCall& call, std::uint64_t seed,
+                               std::size_t count = 1000003);
 
 // A ring step and a one-shot sum that note, before they enqueue, whether the stream's own device is
 // current (common/testing/launch_devices.h says why the test records it itself): the contract
@@ -117,6 +133,7 @@ class LaunchDevices : public course::testing::LaunchDevices {
   lesson07::RingStep step();
   lesson07::PeerSum sum();
   lesson07::OneKernelLaunch kernel();
+  lesson07::LlOneShotLaunch ll_one_shot();
 };
 
 // An all-reduce under test that launches through a LaunchDevices' step or sum.
@@ -124,7 +141,7 @@ using CheckedCall = std::function<void(lesson07::AllReduceWorkspace& workspace, 
                                        std::size_t count, LaunchDevices& launches)>;
 
 // On every list of distinct GPUs (all of them, the last and GPU 0 twice each, {1, 0}) and every
-// count: the call, from the last GPU, leaves it current, launches every step or sum with its
+// count up to one_shot_max_count: the call, from the last GPU, leaves it current, launches every step or sum with its
 // worker's device current and gives the reference; where each GPU appears once, the result also
 // matches NCCL's all-reduce of the same inputs within twice the tolerance.
 void check_on_distinct_gpus(const std::string& name, const CheckedCall& call, std::size_t one_shot_max_count,

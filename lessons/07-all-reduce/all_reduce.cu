@@ -4,8 +4,10 @@
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
 // ordered across workers by events alone, the cost model that says why a ring, the one-shot (a
 // kernel per worker reads every peer's published copy at once, ordered by events), the one-kernel
-// (the same in one kernel per worker that orders itself through flags in its peers' memory), and a
-// dispatcher that picks one by size from measured times. Every call enqueues and returns, as NCCL's do.
+// (the same in one kernel per worker that orders itself through flags in its peers' memory), the
+// LL one-shot (one kernel per worker that pushes its data into its peers' memory with the call's
+// number in the same 8-byte word as every float), and a dispatcher that picks one by size from
+// measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -159,36 +161,78 @@ void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const
 
 // ---- Task 5 -------------------------------------------------------------------------------------
 
-Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
-  // TODO(task 5): the ring from the crossover (or where the scratch cannot hold it); below it, the
-  // one-kernel below one_kernel_below and the one-shot from there.
+// TODO(task 5): your LL kernel here: 1. push each of your lines, ll_word(float bits, e) twice, into
+// slot k of half e % 2 of every peer's inbox (one 16-byte store per peer, no fence); 2. wait in
+// your own inbox until both words of every peer's line carry e (give up after the patience: claim
+// the report, then write it), then write the sum in worker order; 3. the last block moves the
+// count of calls (README, task 5).
+int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
+  // TODO(task 5): one block while it covers every line, then a line per thread, every block resident.
   (void)workspace;
   (void)count;
   NOT_IMPLEMENTED("task 5");
 }
 
-void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
-  // TODO(task 5): run the algorithm choose_algorithm picks.
+void enqueue_ll_one_shot(const LlOneShotArgs& args, cudaStream_t stream) {
+  // TODO(task 5): launch your LL kernel with args.blocks blocks.
+  (void)args;
+  (void)stream;
+  NOT_IMPLEMENTED("task 5");
+}
+
+void ll_one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
+                            const LlOneShotLaunch& launch) {
+  // TODO(task 5): the checks (the buffers, a count above workspace.ll_max_count, an earlier give-up),
+  // nothing to do for W = 1 or count = 0, then one launch per worker with its device current and
+  // nothing else; the caller's device as it was.
   (void)workspace;
   (void)buffers;
   (void)count;
+  (void)launch;
   NOT_IMPLEMENTED("task 5");
 }
 
-// TODO(task 5): the smallest count from which the ring stays faster than the one-shot and the
-// one-kernel (the header says exactly); a helper both limits share may go here.
+// ---- Task 6 -------------------------------------------------------------------------------------
+
+Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
+  // TODO(task 6): the ring from the crossover (or where the scratch cannot hold it); below it, the
+  // LL one-shot below ll_one_shot_below (where its inbox holds the count), then the one-kernel below
+  // one_kernel_below, and the one-shot from there.
+  (void)workspace;
+  (void)count;
+  NOT_IMPLEMENTED("task 6");
+}
+
+void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
+  // TODO(task 6): run the algorithm choose_algorithm picks.
+  (void)workspace;
+  (void)buffers;
+  (void)count;
+  NOT_IMPLEMENTED("task 6");
+}
+
+// TODO(task 6): the smallest count from which the ring stays faster than the one-shot, the
+// one-kernel and the LL one-shot (the header says exactly); a helper the three limits share may go here.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
   (void)rows;
-  NOT_IMPLEMENTED("task 5");
+  NOT_IMPLEMENTED("task 6");
 }
 
 std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
-  // TODO(task 5): the smallest count from which the one-kernel stays no faster than the one-shot.
+  // TODO(task 6): the smallest count from which the one-kernel stays no faster than the one-shot.
   (void)rows;
-  NOT_IMPLEMENTED("task 5");
+  NOT_IMPLEMENTED("task 6");
 }
 
-// TODO(task 5): time the three algorithms at every count and store both limits; helpers go here.
+std::size_t ll_one_shot_below_from(const std::vector<AlgorithmTiming>& rows) {
+  // TODO(task 6): the smallest count from which the LL one-shot stays no faster than the one-shot or
+  // the one-kernel.
+  (void)rows;
+  NOT_IMPLEMENTED("task 6");
+}
+
+// TODO(task 6): time the four algorithms at every count (the LL one-shot where its inbox holds the
+// count) and store the three limits; helpers go here.
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,
                                                std::span<const std::size_t> counts, int warmup, int repeats) {
   (void)workspace;
@@ -196,7 +240,7 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
   (void)counts;
   (void)warmup;
   (void)repeats;
-  NOT_IMPLEMENTED("task 5");
+  NOT_IMPLEMENTED("task 6");
 }
 
 }  // namespace lesson07

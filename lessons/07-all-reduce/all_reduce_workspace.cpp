@@ -5,8 +5,10 @@
 // Everything a worker owns is created with its device current, so it belongs there; a device
 // listed twice gets two workers with streams, events and scratch of their own. Peer access is
 // switched on here, between distinct listed GPUs only: a device never asks for access to itself.
-// Also given: the one-kernel's flags (zeroed), where its kernels report giving up, the wait
-// that turns such a report into an exception, and the CUDA graph of a few calls.
+// Also given: the one-kernel's flags and the LL one-shot's inbox (zeroed), where their kernels
+// report giving up, the wait that turns such a report into an exception, and the CUDA graph of a
+// few calls.
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -46,7 +48,7 @@ void enable_peer_access(int device, int peer) {
 
 }  // namespace
 
-Worker::Worker(int device_, int workers, std::size_t scratch_count)
+Worker::Worker(int device_, int workers, std::size_t scratch_count, std::size_t ll_count)
     : device(device_),
       stream(device_),
       entered(device_, kOrderingOnly),
@@ -55,14 +57,21 @@ Worker::Worker(int device_, int workers, std::size_t scratch_count)
       read_done(device_, kOrderingOnly),
       scratch(device_, scratch_count),
       kernel_scratch(device_, 2 * kernel_half(scratch_count)),
-      signals(device_, 1) {
+      signals(device_, 1),
+      ll_inbox(device_, 2 * static_cast<std::size_t>(workers) * ll_lines(ll_count)),
+      ll_calls(device_, 1),
+      give_up_claim(device_, 1) {
   const course::DeviceGuard on_device(device);
-  CUDA_CHECK(cudaMemset(signals.data(), 0, sizeof(Signals)));  // every flag and count starts at call 0
+  CUDA_CHECK(cudaMemset(signals.data(), 0, sizeof(Signals)));    // every flag and count starts at call 0
+  CUDA_CHECK(cudaMemset(ll_inbox.data(), 0, ll_inbox.bytes()));  // every word says call 0: nothing arrived
+  CUDA_CHECK(cudaMemset(ll_calls.data(), 0, sizeof(LlCalls)));
+  CUDA_CHECK(cudaMemset(give_up_claim.data(), 0, sizeof(unsigned int)));
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-AllReduceWorkspace::AllReduceWorkspace(std::span<const int> devices, std::size_t one_shot_max_count_)
-    : one_shot_max_count(one_shot_max_count_) {
+AllReduceWorkspace::AllReduceWorkspace(std::span<const int> devices, std::size_t one_shot_max_count_,
+                                       std::size_t ll_max_count_)
+    : one_shot_max_count(one_shot_max_count_), ll_max_count(std::min(ll_max_count_, one_shot_max_count_)) {
   if (devices.empty()) throw std::invalid_argument("AllReduceWorkspace: the device list is empty");
   if (devices.size() > static_cast<std::size_t>(kMaxWorkers))
     throw std::invalid_argument("AllReduceWorkspace: at most " + std::to_string(kMaxWorkers) + " workers, got " +
@@ -73,7 +82,7 @@ AllReduceWorkspace::AllReduceWorkspace(std::span<const int> devices, std::size_t
       if (device != peer) enable_peer_access(device, peer);
   const int count = static_cast<int>(devices.size());
   workers.reserve(devices.size());
-  for (const int device : devices) workers.emplace_back(device, count, one_shot_max_count);
+  for (const int device : devices) workers.emplace_back(device, count, one_shot_max_count, ll_max_count);
   give_ups = course::PinnedBuffer<GiveUp>(devices.size());  // pinned: every GPU writes it directly
   for (std::size_t k = 0; k < give_ups.size(); ++k) give_ups[k] = GiveUp{};
 }
@@ -95,7 +104,7 @@ std::string gave_up(const AllReduceWorkspace& workspace) {
             std::to_string(report.call) + ", gave up after " +
             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(workspace.patience).count()) +
             " ms waiting for worker " + std::to_string(report.peer) +
-            (report.waiting_for == 0 ? " to publish its slice" : " to finish reading the previous call") +
+            (report.waiting_for == 0 ? " to send its data of this call" : " to finish reading the previous call") +
             " (a peer's kernel that never runs, or that cannot run beside this one: the same GPU full, kernels "
             "serialized by a tool)";
   }
@@ -105,7 +114,7 @@ std::string gave_up(const AllReduceWorkspace& workspace) {
 void synchronize(const AllReduceWorkspace& workspace) {
   for (const Worker& worker : workspace.workers) worker.stream.synchronize();
   const std::string why = gave_up(workspace);
-  if (!why.empty()) throw std::runtime_error("the one-kernel gave up: " + why);
+  if (!why.empty()) throw std::runtime_error("a kernel of the one-kernel or the LL one-shot gave up: " + why);
 }
 
 CapturedCalls::CapturedCalls(AllReduceWorkspace& workspace, const std::function<void()>& call, int calls)

@@ -3,12 +3,13 @@
 //
 // Lesson 07 demo: your all-reduce on every GPU this machine has, or on three workers of GPU 0
 // where it has one. Each worker k holds k + 1 in every element, so every worker should end with
-// 1 + 2 + ... + W everywhere; the ring, the one-shot, the one-kernel and the dispatcher each show
+// 1 + 2 + ... + W everywhere; the ring, the one-shot, the one-kernel, the LL one-shot and the dispatcher each show
 // what they left, and a short table times them against each other. A task not done yet stops its
 // own section.
 // Run it with: ./build/tests/demo-07
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -106,13 +107,22 @@ int main() {
     one_kernel_all_reduce(workspace, demo.pointers, count);
     show(workspace, demo, count);
   });
-  course::demo_section("measure_crossover and all_reduce (task 5)", [&] {
+  course::demo_section("ll_one_shot_all_reduce (task 5)", [&] {
+    const std::size_t small = std::min(count, workspace.ll_max_count);  // what its inbox holds
+    std::printf("  %d blocks per worker for %zu floats, %d for 2\n", ll_one_shot_blocks(workspace, small), small,
+                ll_one_shot_blocks(workspace, 2));
+    fill(workspace, demo, small);
+    ll_one_shot_all_reduce(workspace, demo.pointers, small);
+    show(workspace, demo, small);
+  });
+  course::demo_section("measure_crossover and all_reduce (task 6)", [&] {
     const std::vector<std::size_t> counts = {2, 256, 4096, 65536, 262144, count};  // ascending
     const std::vector<AlgorithmTiming> rows = measure_crossover(workspace, demo.pointers, counts);
-    std::printf("  %10s %14s %14s %16s\n", "floats", "one-shot (us)", "ring (us)", "one-kernel (us)");
+    std::printf("  %10s %14s %14s %16s %17s\n", "floats", "one-shot (us)", "ring (us)", "one-kernel (us)",
+                "LL one-shot (us)");
     for (const AlgorithmTiming& row : rows)
-      std::printf("  %10zu %14.1f %14.1f %16.1f\n", row.count, row.one_shot_ms * 1e3, row.ring_ms * 1e3,
-                  row.one_kernel_ms * 1e3);
+      std::printf("  %10zu %14.1f %14.1f %16.1f %17.1f\n", row.count, row.one_shot_ms * 1e3, row.ring_ms * 1e3,
+                  row.one_kernel_ms * 1e3, row.ll_one_shot_ms * 1e3);
     if (workspace.crossover_count == kRingNeverWins)
       std::printf("  crossover: the ring never won here\n");
     else
@@ -121,6 +131,10 @@ int main() {
       std::printf("  the one-kernel is faster than the one-shot at every count measured\n");
     else
       std::printf("  the one-kernel below %zu floats\n", workspace.one_kernel_below);
+    if (workspace.ll_one_shot_below == kNeverFromHere)
+      std::printf("  the LL one-shot is the fastest one-step algorithm at every count it takes\n");
+    else
+      std::printf("  the LL one-shot below %zu floats\n", workspace.ll_one_shot_below);
     fill(workspace, demo, count);
     std::printf("  all_reduce of %zu floats runs the %s\n", count, to_string(choose_algorithm(workspace, count)));
     all_reduce(workspace, demo.pointers, count);

@@ -4,8 +4,10 @@
 // Lesson 07: an all-reduce by hand. A ring (reduce-scatter, then all-gather) whose steps are
 // ordered across workers by events alone, the cost model that says why a ring, the one-shot (a
 // kernel per worker reads every peer's published copy at once, ordered by events), the one-kernel
-// (the same in one kernel per worker that orders itself through flags in its peers' memory), and a
-// dispatcher that picks one by size from measured times. Every call enqueues and returns, as NCCL's do.
+// (the same in one kernel per worker that orders itself through flags in its peers' memory), the
+// LL one-shot (one kernel per worker that pushes its data into its peers' memory with the call's
+// number in the same 8-byte word as every float), and a dispatcher that picks one by size from
+// measured times. Every call enqueues and returns, as NCCL's do.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 07-all-reduce --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -282,7 +284,14 @@ __device__ bool wait_for_flag(unsigned long long* flag, unsigned long long call,
   return true;
 }
 
-__device__ void report_give_up(GiveUp* report, unsigned long long call, int peer, int block, int waiting_for) {
+// The report of a block that gave up, written by exactly one block of the worker: the first to
+// claim it (0 -> 1, never back). Shared by the one-kernel and the LL one-shot.
+__device__ void report_give_up(GiveUp* report, unsigned int* claim, unsigned long long call, int peer, int block,
+                               int waiting_for) {
+  unsigned int free = 0;
+  if (!cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*claim).compare_exchange_strong(
+          free, 1u, cuda::memory_order_relaxed))
+    return;  // another block's report stands
   volatile GiveUp* live = report;
   live->peer = peer;
   live->block = block;
@@ -306,7 +315,7 @@ __global__ void __launch_bounds__(kThreads) one_kernel(const OneKernelArgs a) {
   __syncthreads();
   // 1. My half of scratch is free once every peer finished reading it, in call - 2.
   if (waiter && !wait_for_flag(&mine->finished[peer], call < 2 ? 0 : call - 2, a.patience_ns)) {
-    report_give_up(a.give_up, call, peer, b, 1);
+    report_give_up(a.give_up, a.give_up_claim, call, peer, b, 1);
     gave_up = 1;
   }
   __syncthreads();
@@ -326,7 +335,7 @@ __global__ void __launch_bounds__(kThreads) one_kernel(const OneKernelArgs a) {
   if (waiter) SystemFlag(a.signals[peer]->arrived[b][k]).store(call, cuda::memory_order_release);
   // 4. Wait for every peer's block b.
   if (waiter && !wait_for_flag(&mine->arrived[b][peer], call, a.patience_ns)) {
-    report_give_up(a.give_up, call, peer, b, 0);
+    report_give_up(a.give_up, a.give_up_claim, call, peer, b, 0);
     gave_up = 1;
   }
   __syncthreads();
@@ -436,6 +445,7 @@ void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const
     args.worker = k;
     args.buffer = buffers[k];
     args.give_up = &workspace.give_ups[k];
+    args.give_up_claim = workspace.workers[k].give_up_claim.data();
     CUDA_CHECK(cudaSetDevice(workspace.workers[k].device));
     launch(args, workspace.workers[k].stream);
   }
@@ -443,15 +453,224 @@ void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const
 
 // ---- Task 5 -------------------------------------------------------------------------------------
 
+// Task 5: NCCL's LL protocol in a one-shot. Every word pushed carries its float and the call
+// number together, so a reader that sees the number sees the float: no fence, no flag of its own,
+// one crossing of the link per line. Each thread pushes its lines to every peer (one 16-byte store
+// per peer), then waits for the same lines from every peer in its own memory and sums them. Two
+// halves of inbox by call parity make a "finished reading" message unnecessary (the header says
+// why), and the call number lives on the GPU as in task 4, so a graph replay counts its calls.
+namespace {
+
+constexpr int kLlThreads = 256;  // per block; a line per thread
+
+using SystemWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+// Line i of `count` floats at `data` (an odd count's last line: the float, then 0.0f).
+__device__ float2 load_line(const float* data, std::size_t count, std::size_t i) {
+  if (2 * i + 1 < count) return reinterpret_cast<const float2*>(data)[i];  // 8-byte aligned: data is 16
+  return make_float2(data[2 * i], 0.0f);
+}
+
+__device__ void store_line(float* data, std::size_t count, std::size_t i, float2 value) {
+  if (2 * i + 1 < count)
+    reinterpret_cast<float2*>(data)[i] = value;
+  else
+    data[2 * i] = value.x;  // the padding word is never written
+}
+
+// What a thread's wait for one line ended with.
+enum class LineWait { arrived, gave_up, stopped };
+
+// Waits until both words of `line` (in this worker's own memory) carry `call`; their floats in
+// `value`. Each word is read whole (a relaxed load at system scope: never kept in a register or
+// the L1, never torn), and a line whose words disagree is half arrived. Gives up after
+// `patience_ns`; stops when another thread of the block gave up (`block_gave_up`).
+__device__ LineWait wait_for_line(LlLine* line, unsigned long long call, long long patience_ns,
+                                  const volatile int& block_gave_up, float2& value) {
+  const unsigned long long expected = ll_word(0, call) >> 32;
+  SystemWord first(line->word[0]), second(line->word[1]);
+  unsigned long long a = first.load(cuda::memory_order_relaxed), b = second.load(cuda::memory_order_relaxed);
+  if ((a >> 32) != expected || (b >> 32) != expected) {
+    const auto start = cuda::std::chrono::system_clock::now();
+    for (;;) {
+      a = first.load(cuda::memory_order_relaxed);
+      b = second.load(cuda::memory_order_relaxed);
+      if ((a >> 32) == expected && (b >> 32) == expected) break;
+      if (block_gave_up) return LineWait::stopped;
+      const auto waited = cuda::std::chrono::system_clock::now() - start;
+      if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return LineWait::gave_up;
+      if (waited > cuda::std::chrono::microseconds(20)) __nanosleep(200);
+    }
+  }
+  value = make_float2(__uint_as_float(static_cast<unsigned int>(a)), __uint_as_float(static_cast<unsigned int>(b)));
+  return LineWait::arrived;
+}
+
+__device__ float2 plus2(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
+
+__global__ void __launch_bounds__(kLlThreads) ll_one_shot_kernel(const LlOneShotArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched early (programmatic dependent launch): this grid may be resident before the kernel
+  // ahead of it on the stream has ended. Nothing is read or pushed before that one is done.
+  cudaGridDependencySynchronize();
+#endif
+  const int k = a.worker;
+  const unsigned long long call = a.calls->calls + 1;  // this stream's previous kernel moved it, and ended
+  const std::size_t lines = ll_lines(a.count);
+  const std::size_t half = (call % 2) * static_cast<std::size_t>(a.workers) * a.lines;  // this call's half
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  __shared__ volatile int gave_up;  // set by a thread that gave up; the others stop waiting
+  if (threadIdx.x == 0) gave_up = 0;
+  __syncthreads();
+  // 1. Push: each line to every peer, one 16-byte store each, into slot k of this call's half.
+  for (std::size_t i = first; i < lines; i += stride) {
+    const float2 x = load_line(a.buffer, a.count, i);
+    LlLine line;
+    line.word[0] = ll_word(__float_as_uint(x.x), call);
+    line.word[1] = ll_word(__float_as_uint(x.y), call);
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j)
+      if (j < a.workers && j != k) a.inbox[j][half + static_cast<std::size_t>(k) * a.lines + i] = line;
+  }
+  // 2. Wait for every peer's line in my own inbox, then the sum in worker order from worker 0's.
+  LlLine* mine = nullptr;  // a.inbox[k] + half, without indexing the parameter array by a run-time k
+#pragma unroll
+  for (int j = 0; j < kMaxWorkers; ++j)
+    if (j == k) mine = a.inbox[j] + half;
+  for (std::size_t i = first; i < lines && !gave_up; i += stride) {
+    float2 x[kMaxWorkers];
+    bool complete = true;
+#pragma unroll
+    for (int j = 0; j < kMaxWorkers; ++j) {
+      if (j >= a.workers || !complete) continue;
+      if (j == k) {
+        x[j] = load_line(a.buffer, a.count, i);
+        continue;
+      }
+      const LineWait got =
+          wait_for_line(mine + static_cast<std::size_t>(j) * a.lines + i, call, a.patience_ns, gave_up, x[j]);
+      if (got != LineWait::arrived) {
+        complete = false;
+        if (got == LineWait::gave_up) {
+          gave_up = 1;
+          report_give_up(a.give_up, a.give_up_claim, call, j, static_cast<int>(blockIdx.x), 0);
+        }
+      }
+    }
+    if (!complete) break;
+    float2 sum = x[0];
+#pragma unroll
+    for (int j = 1; j < kMaxWorkers; ++j)
+      if (j < a.workers) sum = plus2(sum, x[j]);
+    store_line(a.buffer, a.count, i, sum);
+  }
+  __syncthreads();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // every wait of this block is over
+#endif
+  if (gave_up) return;  // the call is broken: `calls` must not move
+  // The last block of this worker to finish moves the count of calls (every block has read it).
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_device> done(a.calls->blocks_done);
+    if (done.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+      done.store(0, cuda::memory_order_relaxed);
+      a.calls->calls = call;
+    }
+  }
+}
+
+// The LL kernel's blocks resident at once on `device`, asked once per device.
+int ll_resident_blocks(int device) {
+  static std::array<std::atomic<int>, 64> known{};  // 0: not asked yet
+  const bool cached = device >= 0 && device < static_cast<int>(known.size());
+  if (cached && known[device].load() > 0) return known[device].load();
+  const course::DeviceGuard on_device(device);
+  int sms = 0, per_sm = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ll_one_shot_kernel, kLlThreads, 0));
+  const int resident = std::max(1, sms * per_sm);
+  if (cached) known[device].store(resident);
+  return resident;
+}
+
+}  // namespace
+
+int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
+  // Task 5: one block while its threads cover every line; then a line per thread, all resident.
+  const std::size_t needed = std::max<std::size_t>(1, (ll_lines(count) + kLlThreads - 1) / kLlThreads);
+  int limit = kMaxBlocks;
+  for (const Worker& worker : workspace.workers) {
+    const int sharing = static_cast<int>(std::count_if(workspace.workers.begin(), workspace.workers.end(),
+                                                       [&](const Worker& w) { return w.device == worker.device; }));
+    limit = std::min(limit, ll_resident_blocks(worker.device) / sharing);
+  }
+  return static_cast<int>(std::max<std::size_t>(1, std::min(needed, static_cast<std::size_t>(limit))));
+}
+
+void enqueue_ll_one_shot(const LlOneShotArgs& args, cudaStream_t stream) {
+  // Task 5: one launch, allowed to start before the kernel ahead of it ends (as task 4's).
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(args.blocks));
+  config.blockDim = dim3(kLlThreads);
+  config.stream = stream;
+  config.attrs = &early;
+  config.numAttrs = device_facts(device).early_launch ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, ll_one_shot_kernel, args));
+}
+
+void ll_one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
+                            const LlOneShotLaunch& launch) {
+  // Task 5: the checks, then one launch per worker with its device current, and nothing else.
+  check_buffers(workspace, buffers, count, "ll_one_shot_all_reduce");
+  if (count > workspace.ll_max_count)
+    throw std::invalid_argument("ll_one_shot_all_reduce: " + std::to_string(count) + " floats, the inbox holds " +
+                                std::to_string(workspace.ll_max_count));
+  if (const std::string why = gave_up(workspace); !why.empty())
+    throw std::runtime_error(
+        "ll_one_shot_all_reduce: an earlier call gave up, and the workers' counts no longer "
+        "agree (make a new workspace): " +
+        why);
+  const int w = workspace.size();
+  if (w == 1 || count == 0) return;
+  const course::DeviceGuard keep_callers_device(workspace.workers[0].device);
+  LlOneShotArgs args;
+  args.workers = w;
+  args.count = count;
+  args.blocks = ll_one_shot_blocks(workspace, count);
+  args.patience_ns = workspace.patience.count();
+  args.lines = ll_lines(workspace.ll_max_count);
+  for (int j = 0; j < w; ++j) args.inbox[j] = workspace.workers[j].ll_inbox.data();
+  for (int k = 0; k < w; ++k) {
+    args.worker = k;
+    args.buffer = buffers[k];
+    args.give_up = &workspace.give_ups[k];
+    args.give_up_claim = workspace.workers[k].give_up_claim.data();
+    args.calls = workspace.workers[k].ll_calls.data();
+    CUDA_CHECK(cudaSetDevice(workspace.workers[k].device));
+    launch(args, workspace.workers[k].stream);
+  }
+}
+
+// ---- Task 6 -------------------------------------------------------------------------------------
+
 Algorithm choose_algorithm(const AllReduceWorkspace& workspace, std::size_t count) {
-  // Task 5: the ring from the crossover (or where no scratch holds it); below it, the kernel
-  // one-shot where it is the faster one-shot.
+  // Task 6: the ring from the crossover (or where no scratch holds it); below it, the LL one-shot
+  // below its limit (where its inbox holds the count), then the one-kernel below its own.
   if (count >= workspace.crossover_count || count > workspace.one_shot_max_count) return Algorithm::ring;
+  if (count < workspace.ll_one_shot_below && count <= workspace.ll_max_count) return Algorithm::ll_one_shot;
   return count < workspace.one_kernel_below ? Algorithm::one_kernel : Algorithm::one_shot;
 }
 
 void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count) {
-  // Task 5: run what choose_algorithm picks.
+  // Task 6: run what choose_algorithm picks.
   switch (choose_algorithm(workspace, count)) {
     case Algorithm::one_shot:
       one_shot_all_reduce(workspace, buffers, count);
@@ -461,6 +680,9 @@ void all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, 
       break;
     case Algorithm::ring:
       ring_all_reduce(workspace, buffers, count);
+      break;
+    case Algorithm::ll_one_shot:
+      ll_one_shot_all_reduce(workspace, buffers, count);
       break;
   }
 }
@@ -481,23 +703,34 @@ std::size_t from_here_on(const std::vector<AlgorithmTiming>& rows, std::size_t n
 
 }  // namespace
 
-// Task 5: walk back from the largest count while the ring beats the one-shot and the one-kernel.
+// Task 6: walk back from the largest count while the ring beats every other algorithm measured.
 std::size_t crossover_from(const std::vector<AlgorithmTiming>& rows) {
   if (rows.empty()) throw std::invalid_argument("crossover_from: no rows");
   return from_here_on(rows, kRingNeverWins, [](const AlgorithmTiming& r) {
-    return r.ring_ms < r.one_shot_ms && (r.one_kernel_ms <= 0 || r.ring_ms < r.one_kernel_ms);
+    return r.ring_ms < r.one_shot_ms && (r.one_kernel_ms <= 0 || r.ring_ms < r.one_kernel_ms) &&
+           (r.ll_one_shot_ms <= 0 || r.ring_ms < r.ll_one_shot_ms);
   });
 }
 
 std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows) {
-  // Task 5: walk back from the largest count while the one-kernel is not faster than the one-shot.
+  // Task 6: walk back from the largest count while the one-kernel is not faster than the one-shot.
   if (rows.empty()) throw std::invalid_argument("one_kernel_below_from: no rows");
   return from_here_on(rows, kNeverFromHere, [](const AlgorithmTiming& r) {
     return r.one_kernel_ms <= 0 || r.one_kernel_ms >= r.one_shot_ms;
   });
 }
 
-// Task 5: the three algorithms at every count, calls back to back and one wait, as nccl-tests times.
+std::size_t ll_one_shot_below_from(const std::vector<AlgorithmTiming>& rows) {
+  // Task 6: the same walk: the LL one-shot not faster than the one-shot or the one-kernel.
+  if (rows.empty()) throw std::invalid_argument("ll_one_shot_below_from: no rows");
+  return from_here_on(rows, kNeverFromHere, [](const AlgorithmTiming& r) {
+    return r.ll_one_shot_ms <= 0 || r.ll_one_shot_ms >= r.one_shot_ms ||
+           (r.one_kernel_ms > 0 && r.ll_one_shot_ms >= r.one_kernel_ms);
+  });
+}
+
+// Task 6: the four algorithms at every count (the LL one-shot where its inbox holds it), calls back
+// to back and one wait, as nccl-tests times.
 std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, std::span<float* const> buffers,
                                                std::span<const std::size_t> counts, int warmup, int repeats) {
   if (counts.empty()) throw std::invalid_argument("measure_crossover: no counts");
@@ -521,10 +754,13 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
     row.one_shot_ms = ms_per_call([&] { one_shot_all_reduce(workspace, buffers, count); });
     row.ring_ms = ms_per_call([&] { ring_all_reduce(workspace, buffers, count); });
     row.one_kernel_ms = ms_per_call([&] { one_kernel_all_reduce(workspace, buffers, count); });
+    if (count <= workspace.ll_max_count)
+      row.ll_one_shot_ms = ms_per_call([&] { ll_one_shot_all_reduce(workspace, buffers, count); });
     rows.push_back(row);
   }
   workspace.crossover_count = crossover_from(rows);
   workspace.one_kernel_below = one_kernel_below_from(rows);
+  workspace.ll_one_shot_below = ll_one_shot_below_from(rows);
   return rows;
 }
 
