@@ -335,14 +335,18 @@ TEST_CASE("the LL one-shot takes a line only once both its words carry this call
     }
     buffers.reset();
     // Call 3 reads slot 1 of half 1 of worker 0's inbox. Before it, the test makes every line there half
-    // arrived: one word a NaN that says "call 3", the other a NaN of call 1 (the even lines the first
-    // word, the odd lines the second). Worker 1's kernel comes 100 ms late and then overwrites them.
+    // arrived, as a 16-byte store that reaches its reader as two 8-byte halves leaves it: one word what
+    // worker 1 will push in call 3 (its float and "call 3"), the other a NaN of call 1 (the even lines
+    // the first word, the odd lines the second). Worker 1's kernel comes 100 ms late and then writes the
+    // same lines whole. A word that says "call 3" holds call 3's float, as in any real run (so a reader
+    // that meets the real store between its two loads still reads right); a line taken on one word's
+    // number alone brings the other word's NaN into the sum.
     const unsigned int nan = 0x7FC00000u;
     std::vector<LlLine> torn(lines);
     for (std::size_t i = 0; i < lines; ++i) {
-      const bool first_arrived = i % 2 == 0;
-      torn[i].word[0] = ll_word(nan, first_arrived ? 3 : 1);
-      torn[i].word[1] = ll_word(nan, first_arrived ? 1 : 3);
+      const int arrived = i % 2 == 0 ? 0 : 1;
+      torn[i].word[arrived] = expected_line(buffers.inputs[1], i, 3).word[arrived];
+      torn[i].word[1 - arrived] = ll_word(nan, 1);
     }
     {
       const course::DeviceGuard on_device(0);
