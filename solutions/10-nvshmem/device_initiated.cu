@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 10: communication started by the GPU. The symmetric heap and the two ways to reach a peer's
+// copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose last block puts the
+// boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
+// of one kernel per GPU that pushes every slice to every PE with a signal. No host orders anything.
+// Fill in each TODO(task N); README.md in this folder explains each task, and
+//     meson test -C build --suite 10-nvshmem --print-errorlogs
+// checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
+#include "device_initiated.h"
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cuda/atomic>
+#include <cuda/std/chrono>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/check.h"
+#include "common/device_guard.h"
+#include "common/not_implemented.h"
+#include "common/partition.h"
+
+namespace lesson10 {
+namespace {
+
+// Given: helpers for tasks 2 and 3 (use them or write your own).
+
+// An NVSHMEM call that returns a status (0: success) made into the course's kind of error.
+[[maybe_unused]] void nvshmem_check(int status, const char* call) {
+  if (status != 0) throw std::runtime_error(std::string(call) + " failed with status " + std::to_string(status));
+}
+
+// Waits until the signal word *signal (of this PE) is >= value; false when `patience_ns` passed first.
+// nvshmem_uint64_test, unlike a plain load, makes what the put before the signal wrote visible once the
+// signal is seen (as nvshmem_signal_wait_until does, which never gives up).
+[[maybe_unused]] __device__ bool wait_for_signal(std::uint64_t* signal, std::uint64_t value, long long patience_ns) {
+  if (nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) return true;
+  const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
+  while (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
+    const auto waited = cuda::std::chrono::system_clock::now() - start;
+    if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return false;
+    if (waited > cuda::std::chrono::microseconds(20)) __nanosleep(200);
+  }
+  return true;
+}
+
+// The report of a block that gave up, written by exactly one block: the first to claim it.
+[[maybe_unused]] __device__ void report_give_up(GiveUp* report, unsigned int* claim, unsigned long long call, int peer,
+                                                int block, int waiting_for) {
+  unsigned int free = 0;
+  if (!cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*claim).compare_exchange_strong(
+          free, 1u, cuda::memory_order_relaxed))
+    return;  // another block's report stands
+  volatile GiveUp* live = report;
+  live->peer = peer;
+  live->block = block;
+  live->waiting_for = waiting_for;
+  __threadfence_system();  // the fields before the call number that says they are there
+  live->call = call;
+}
+
+// Throws std::runtime_error with the report when an earlier kernel of this owner gave up.
+[[maybe_unused]] void throw_if_gave_up(const GiveUp* report, const char* call) {
+  if (const std::string text = gave_up(*report); !text.empty())
+    throw std::runtime_error(std::string(call) + ": an earlier kernel gave up, make a new one: " + text);
+}
+
+}  // namespace
+
+// ---- Task 1 -------------------------------------------------------------------------------------
+
+SymmetricFloats allocate_symmetric(const Session& session, std::size_t count) {
+  if (count == 0) throw std::invalid_argument("allocate_symmetric: count is 0");
+  const course::DeviceGuard on_device(session.device);
+  void* data = nvshmem_malloc(count * sizeof(float));
+  if (data == nullptr)
+    throw std::runtime_error("allocate_symmetric: nvshmem_malloc of " + std::to_string(count * sizeof(float)) +
+                             " bytes returned no memory (NVSHMEM_SYMMETRIC_SIZE too small?)");
+  return {static_cast<float*>(data), count};
+}
+
+void free_symmetric(const Session& session, SymmetricFloats& buffer) {
+  if (buffer.data == nullptr) return;
+  const course::DeviceGuard on_device(session.device);
+  nvshmem_free(buffer.data);
+  buffer = SymmetricFloats{};
+}
+
+PeerPath peer_path(const Session& session, const SymmetricFloats& buffer, int pe) {
+  if (pe < 0 || pe >= session.pes)
+    throw std::invalid_argument("peer_path: PE " + std::to_string(pe) + " is not in [0, " +
+                                std::to_string(session.pes) + ")");
+  if (buffer.data == nullptr) throw std::invalid_argument("peer_path: the buffer is empty");
+  return nvshmem_ptr(buffer.data, pe) != nullptr ? PeerPath::load_store : PeerPath::put;
+}
+
+namespace {
+
+// Plain stores into a peer's copy, through the address nvshmem_ptr gave.
+__global__ void store_to_peer(const float* source, float* peer_copy, std::size_t count) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    peer_copy[i] = source[i];
+}
+
+// NVSHMEM's put: block b puts its slice; any PE, whatever connects the two.
+__global__ void put_to_peer(const float* source, float* destination, std::size_t count, int pe) {
+  const course::Range slice = {count * blockIdx.x / gridDim.x, count * (blockIdx.x + 1) / gridDim.x};
+  if (slice.end > slice.begin)
+    nvshmemx_putmem_block(destination + slice.begin, source + slice.begin, (slice.end - slice.begin) * sizeof(float),
+                          pe);
+}
+
+}  // namespace
+
+void enqueue_put(const Session& session, const float* source, const SymmetricFloats& destination, int pe,
+                 std::size_t count, PeerPath path, cudaStream_t stream) {
+  if (pe < 0 || pe >= session.pes)
+    throw std::invalid_argument("enqueue_put: PE " + std::to_string(pe) + " is not in [0, " +
+                                std::to_string(session.pes) + ")");
+  if (count > destination.count)
+    throw std::invalid_argument("enqueue_put: count " + std::to_string(count) + " is more than the destination's " +
+                                std::to_string(destination.count));
+  if (count > 0 && source == nullptr) throw std::invalid_argument("enqueue_put: null source");
+  float* peer_copy = destination.data == nullptr ? nullptr : static_cast<float*>(nvshmem_ptr(destination.data, pe));
+  if (path == PeerPath::load_store && peer_copy == nullptr)
+    throw std::invalid_argument("enqueue_put: PE " + std::to_string(pe) +
+                                "'s copy has no address here (nvshmem_ptr gave nullptr): use PeerPath::put");
+  if (count == 0) return;
+  const course::DeviceGuard on_device(session.device);
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count + 1023) / 1024, 64));
+  if (path == PeerPath::load_store)
+    store_to_peer<<<blocks, 256, 0, stream>>>(source, peer_copy, count);
+  else
+    put_to_peer<<<blocks, 256, 0, stream>>>(source, destination.data, count, pe);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// ---- Task 2 -------------------------------------------------------------------------------------
+
+JacobiBlock decompose(const Session& session, std::size_t ny, std::size_t nx, std::span<const float> initial) {
+  if (ny < 3 || nx < 3) throw std::invalid_argument("decompose: the grid needs at least 3 x 3 points");
+  if (initial.size() != ny * nx) throw std::invalid_argument("decompose: initial does not hold ny * nx floats");
+  if (ny - 2 < static_cast<std::size_t>(session.pes))
+    throw std::invalid_argument("decompose: fewer interior rows (" + std::to_string(ny - 2) + ") than PEs (" +
+                                std::to_string(session.pes) + ")");
+  JacobiBlock block;
+  block.ny = ny;
+  block.nx = nx;
+  block.rows = block_rows(ny, session.pes, session.pe);
+  block.max_rows = block_rows(ny, session.pes, 0).size();
+  const std::size_t floats = (block.max_rows + 2) * nx;
+  block.current = allocate_symmetric(session, floats);
+  block.next = allocate_symmetric(session, floats);
+  const course::DeviceGuard on_device(session.device);
+  block.signals = static_cast<std::uint64_t*>(nvshmem_calloc(kJacobiSignals, sizeof(std::uint64_t)));
+  if (block.signals == nullptr) throw std::runtime_error("decompose: nvshmem_calloc of the signals failed");
+  CUDA_CHECK(cudaStreamCreateWithFlags(&block.stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaMallocHost(&block.give_up, sizeof(GiveUp)));
+  *block.give_up = GiveUp{};
+  CUDA_CHECK(cudaMalloc(&block.give_up_claim, sizeof(unsigned int)));
+  CUDA_CHECK(cudaMemsetAsync(block.give_up_claim, 0, sizeof(unsigned int), block.stream));
+  const std::size_t bytes = (block.rows.size() + 2) * nx * sizeof(float);
+  const float* first = initial.data() + (block.rows.begin - 1) * nx;
+  for (SymmetricFloats* buffer : {&block.current, &block.next})
+    CUDA_CHECK(cudaMemcpyAsync(buffer->data, first, bytes, cudaMemcpyHostToDevice, block.stream));
+  CUDA_CHECK(cudaStreamSynchronize(block.stream));
+  nvshmem_barrier_all();  // every PE's signals are zero before any PE's kernel can set one
+  return block;
+}
+
+namespace {
+
+struct JacobiArgs {
+  int pe, pes;
+  std::size_t nx, rows, rows_above;  // rows_above: the PE above's rows (its halo below is row rows_above + 1)
+  float* current;
+  float* next;
+  std::uint64_t* signals;
+  std::uint64_t first_sweep, last_sweep;  // s in [first_sweep, last_sweep]
+  long long patience_ns;
+  GiveUp* give_up;
+  unsigned int* give_up_claim;
+};
+
+// Block 0, thread 0: waits for the halos of sweep s (signals of its parity). False when it gave up.
+__device__ bool wait_for_halos(const JacobiArgs& a, std::uint64_t s) {
+  if (a.pe > 0 && !wait_for_signal(&a.signals[2 * (s % 2) + 0], s, a.patience_ns)) {
+    report_give_up(a.give_up, a.give_up_claim, s, a.pe - 1, 0, 0);
+    return false;
+  }
+  if (a.pe < a.pes - 1 && !wait_for_signal(&a.signals[2 * (s % 2) + 1], s, a.patience_ns)) {
+    report_give_up(a.give_up, a.give_up_claim, s, a.pe + 1, 0, 0);
+    return false;
+  }
+  return true;
+}
+
+__global__ void jacobi_kernel(JacobiArgs a) {
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  __shared__ bool stop;
+  float* current = a.current;
+  float* next = a.next;
+  const std::size_t nx = a.nx;
+  for (std::uint64_t s = a.first_sweep; s <= a.last_sweep; ++s) {
+    // 1. the halos of `current` are those of sweep s - 1
+    if (blockIdx.x == 0 && threadIdx.x == 0 && s > 1) (void)wait_for_halos(a, s - 1);  // claims the report when not
+    grid.sync();
+    if (threadIdx.x == 0)
+      stop = cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*a.give_up_claim)
+                 .load(cuda::memory_order_relaxed) != 0;
+    __syncthreads();
+    if (stop) return;
+    // 2. sweep
+    for (std::size_t r = 1 + blockIdx.x; r <= a.rows; r += gridDim.x)
+      for (std::size_t x = 1 + threadIdx.x; x < nx - 1; x += blockDim.x) {
+        const float up = current[(r - 1) * nx + x], down = current[(r + 1) * nx + x];
+        const float left = current[r * nx + x - 1], right = current[r * nx + x + 1];
+        next[r * nx + x] = 0.25f * ((up + down) + (left + right));
+      }
+    grid.sync();
+    // 3. the boundary rows into the neighbours' halos, each with its signal behind it
+    if (blockIdx.x == 0 && a.pe > 0)
+      nvshmemx_putmem_signal_nbi_block(next + (a.rows_above + 1) * nx, next + 1 * nx, nx * sizeof(float),
+                                       &a.signals[2 * (s % 2) + 1], s, NVSHMEM_SIGNAL_SET, a.pe - 1);
+    if (blockIdx.x == gridDim.x - 1 && a.pe < a.pes - 1)
+      nvshmemx_putmem_signal_nbi_block(next, next + a.rows * nx, nx * sizeof(float), &a.signals[2 * (s % 2) + 0], s,
+                                       NVSHMEM_SIGNAL_SET, a.pe + 1);
+    // the puts have read their rows before a later sweep writes this buffer again
+    if ((blockIdx.x == 0 || blockIdx.x == gridDim.x - 1) && threadIdx.x == 0) nvshmem_quiet();
+    // 4. swap
+    float* swept = next;
+    next = current;
+    current = swept;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.last_sweep >= a.first_sweep) (void)wait_for_halos(a, a.last_sweep);
+  if (threadIdx.x == 0) nvshmem_quiet();
+}
+
+}  // namespace
+
+void run_device_initiated(const Session& session, JacobiBlock& block, int iterations) {
+  if (iterations < 0) throw std::invalid_argument("run_device_initiated: iterations < 0");
+  throw_if_gave_up(block.give_up, "run_device_initiated");
+  if (iterations == 0) return;
+  const course::DeviceGuard on_device(session.device);
+  JacobiArgs args{session.pe,
+                  session.pes,
+                  block.nx,
+                  block.rows.size(),
+                  session.pe > 0 ? block_rows(block.ny, session.pes, session.pe - 1).size() : 0,
+                  block.current.data,
+                  block.next.data,
+                  block.signals,
+                  block.sweeps + 1,
+                  block.sweeps + static_cast<std::uint64_t>(iterations),
+                  block.patience_ns,
+                  block.give_up,
+                  block.give_up_claim};
+  constexpr int kThreads = 256;
+  void* kernel_args[] = {&args};
+  int most = 0;
+  nvshmem_check(nvshmemx_collective_launch_query_gridsize(reinterpret_cast<const void*>(jacobi_kernel), dim3(kThreads),
+                                                          kernel_args, 0, &most),
+                "nvshmemx_collective_launch_query_gridsize");
+  const int blocks = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(most, block.rows.size())));
+  nvshmem_check(nvshmemx_collective_launch(reinterpret_cast<const void*>(jacobi_kernel), dim3(blocks), dim3(kThreads),
+                                           kernel_args, 0, block.stream),
+                "nvshmemx_collective_launch");
+  CUDA_CHECK(cudaStreamSynchronize(block.stream));
+  block.sweeps += static_cast<std::uint64_t>(iterations);
+  if (iterations % 2 == 1) std::swap(block.current, block.next);
+  throw_if_gave_up(block.give_up, "run_device_initiated");
+}
+
+// ---- Task 3 -------------------------------------------------------------------------------------
+
+namespace {
+
+__global__ void all_reduce_kernel(AllReduceArgs a) {
+  const int b = static_cast<int>(blockIdx.x);
+  const std::uint64_t c = a.call;
+  const std::size_t lo = a.count * b / gridDim.x, hi = a.count * (b + 1) / gridDim.x;
+  __shared__ bool gave_up_here;
+  if (threadIdx.x == 0) {
+    gave_up_here = false;
+    // 1. every PE has read my slot of the previous call: the inbox may be written again
+    for (int p = 0; p < a.pes && !gave_up_here; ++p)
+      if (!wait_for_signal(&a.signals->freed[b][p], c - 1, a.patience_ns)) {
+        report_give_up(a.give_up, a.give_up_claim, c, p, b, 1);
+        gave_up_here = true;
+      }
+  }
+  __syncthreads();
+  if (gave_up_here) return;
+  // 2. my slice into slot pe of every PE's inbox, each with its signal behind it
+  for (int p = 0; p < a.pes; ++p)
+    if (hi > lo)
+      nvshmemx_putmem_signal_nbi_block(a.inbox + a.pe * a.max_count + lo, a.input + lo, (hi - lo) * sizeof(float),
+                                       &a.signals->arrived[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+    else if (threadIdx.x == 0)
+      nvshmemx_signal_op(&a.signals->arrived[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+  // 3. every PE's slice is here
+  if (threadIdx.x == 0)
+    for (int p = 0; p < a.pes && !gave_up_here; ++p)
+      if (!wait_for_signal(&a.signals->arrived[b][p], c, a.patience_ns)) {
+        report_give_up(a.give_up, a.give_up_claim, c, p, b, 0);
+        gave_up_here = true;
+      }
+  __syncthreads();
+  if (gave_up_here) return;
+  if (a.delay_sum_ns > 0 && threadIdx.x == 0) {
+    const auto start = cuda::std::chrono::system_clock::now();
+    while (cuda::std::chrono::system_clock::now() - start < cuda::std::chrono::nanoseconds(a.delay_sum_ns))
+      __nanosleep(1000);
+  }
+  __syncthreads();
+  // 4. the sum in PE order
+  for (std::size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    float sum = a.inbox[i];
+    for (int p = 1; p < a.pes; ++p) sum += a.inbox[p * a.max_count + i];
+    a.output[i] = sum;
+  }
+  __syncthreads();
+  // 5. done reading every PE's slot: tell them, then complete my own puts
+  if (threadIdx.x == 0) {
+    nvshmem_fence();
+    for (int p = 0; p < a.pes; ++p) nvshmemx_signal_op(&a.signals->freed[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+    nvshmem_quiet();
+  }
+}
+
+constexpr int kAllReduceThreads = 512;
+
+}  // namespace
+
+AllReduceWorkspace open_all_reduce(const Session& session, std::size_t max_count) {
+  if (max_count == 0) throw std::invalid_argument("open_all_reduce: max_count is 0");
+  if (session.pes > kMaxPes)
+    throw std::runtime_error("open_all_reduce: " + std::to_string(session.pes) +
+                             " PEs, more than kMaxPes = " + std::to_string(kMaxPes));
+  AllReduceWorkspace workspace;
+  workspace.pe = session.pe;
+  workspace.pes = session.pes;
+  workspace.device = session.device;
+  workspace.max_count = max_count;
+  const course::DeviceGuard on_device(session.device);
+  workspace.inbox = static_cast<float*>(nvshmem_malloc(session.pes * max_count * sizeof(float)));
+  workspace.signals = static_cast<AllReduceSignals*>(nvshmem_calloc(1, sizeof(AllReduceSignals)));
+  if (workspace.inbox == nullptr || workspace.signals == nullptr)
+    throw std::runtime_error("open_all_reduce: the symmetric heap has no room for the inbox and the signals");
+  CUDA_CHECK(cudaMallocHost(&workspace.give_up, sizeof(GiveUp)));
+  *workspace.give_up = GiveUp{};
+  CUDA_CHECK(cudaMalloc(&workspace.give_up_claim, sizeof(unsigned int)));
+  CUDA_CHECK(cudaMemset(workspace.give_up_claim, 0, sizeof(unsigned int)));
+  AllReduceArgs probe;
+  void* kernel_args[] = {&probe};
+  int most = 0;
+  nvshmem_check(nvshmemx_collective_launch_query_gridsize(reinterpret_cast<const void*>(all_reduce_kernel),
+                                                          dim3(kAllReduceThreads), kernel_args, 0, &most),
+                "nvshmemx_collective_launch_query_gridsize");
+  workspace.blocks = std::max(1, std::min(most, kMaxBlocks));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  nvshmem_barrier_all();  // every PE's signals are zero before any kernel sets one
+  return workspace;
+}
+
+void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream) {
+  AllReduceArgs copy = args;
+  void* kernel_args[] = {&copy};
+  nvshmem_check(nvshmemx_collective_launch(reinterpret_cast<const void*>(all_reduce_kernel), dim3(args.blocks),
+                                           dim3(kAllReduceThreads), kernel_args, 0, stream),
+                "nvshmemx_collective_launch");
+}
+
+void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,
+                       cudaStream_t stream, const AllReduceLaunch& launch) {
+  if (count > workspace.max_count)
+    throw std::invalid_argument("device_all_reduce: count " + std::to_string(count) + " is more than max_count " +
+                                std::to_string(workspace.max_count));
+  if (count > 0 && (input == nullptr || output == nullptr))
+    throw std::invalid_argument("device_all_reduce: null input or output");
+  throw_if_gave_up(workspace.give_up, "device_all_reduce");
+  if (count == 0) return;
+  const course::DeviceGuard on_device(workspace.device);
+  AllReduceArgs args;
+  args.pe = workspace.pe;
+  args.pes = workspace.pes;
+  args.input = input;
+  args.output = output;
+  args.count = count;
+  args.max_count = workspace.max_count;
+  args.inbox = workspace.inbox;
+  args.signals = workspace.signals;
+  args.call = workspace.calls + 1;
+  args.blocks = all_reduce_blocks(workspace, count);
+  args.patience_ns = workspace.patience_ns;
+  args.give_up = workspace.give_up;
+  args.give_up_claim = workspace.give_up_claim;
+  launch(args, stream);
+  workspace.calls += 1;
+}
+
+}  // namespace lesson10

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 The multi-GPU course authors
+//
+// Lesson 10's test helpers. As in lesson 09, a graded case starts its ranks the way a student would,
+// with mpirun (`mpirun -n N <this test program> "<hidden rank case>"`), in a process group that is
+// killed when its time is up; each rank starts NVSHMEM (the given start_nvshmem), calls the student's
+// functions, checks what it got and writes a short report to the job's folder. The graded case then
+// checks every rank's report and the job's exit status. Every job runs with NVLink multicast off
+// (NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0), no network transport (NVSHMEM_REMOTE_TRANSPORT=none:
+// one node), and a symmetric heap of 1 GiB.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "device_initiated.h"
+
+namespace lesson10_tests {
+
+// ---- in the graded case ---------------------------------------------------------------------------
+
+struct MpiJob {
+  bool started = false;
+  bool timed_out = false;
+  int exit_code = -1;
+  std::vector<std::string> reports;  // rank r's report, r = 0 .. n-1
+  std::string log;                   // mpirun's output
+  std::chrono::milliseconds elapsed{0};
+  std::string describe() const;
+};
+
+// The variables every lesson-10 job runs with (above), `env` over them.
+std::map<std::string, std::string> nvshmem_environment(const std::map<std::string, std::string>& env);
+
+// Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine with nvshmem_environment(env);
+// SKIPs the case when no mpirun was found. Nothing is left running when it returns.
+MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
+                   std::chrono::seconds limit);
+
+// A job of `ranks` PEs, one per GPU: SKIPs when the machine has fewer GPUs (NVSHMEM wants one PE per
+// GPU: README, "One GPU or two"); with one rank, the first GPU this process sees.
+MpiJob run_pes(const std::string& rank_case, int ranks, std::uint64_t salt, std::chrono::seconds limit,
+               const std::map<std::string, std::string>& env = {});
+
+// Checks that the job ended in time, that every rank reported result=passed and that mpirun exited 0.
+void check_job(const MpiJob& job, int ranks);
+
+// The value of `key` in a report of "key=value" lines ("" when absent).
+std::string report_value(const std::string& report, const std::string& key);
+
+// ---- in a rank ---------------------------------------------------------------------------------
+
+// MPI and NVSHMEM for the life of a hidden rank case: MPI_Init, then start_nvshmem on the device of the
+// rank's local rank (device 0 when one is visible); stop_nvshmem and MPI_Finalize at the end. The rank
+// dies with mpirun (PR_SET_PDEATHSIG).
+class NvshmemRank {
+ public:
+  NvshmemRank();
+  ~NvshmemRank();
+  NvshmemRank(const NvshmemRank&) = delete;
+  NvshmemRank& operator=(const NvshmemRank&) = delete;
+  const lesson10::Session& session() const { return session_; }
+  int visible_devices() const { return visible_; }
+
+ private:
+  lesson10::Session session_;
+  int visible_ = 0;
+};
+
+// Appends "key=value\n" to rank `rank`'s report in the job's folder.
+void report(int rank, const std::string& key, const std::string& value);
+
+// Runs `body` in a rank, reporting result=passed, or what went wrong (a returned text, or an exception).
+// `body` returns "" when everything was right.
+void run_rank(int rank, const std::function<std::string()>& body);
+
+// The seed the graded case passed (COURSE_SEED), mixed with `salt`.
+std::uint64_t job_seed(std::uint64_t salt);
+
+// An FNV-1a hash of the bytes of `values`, in hex: equal on two ranks only for the same bits.
+std::string bits_hash(const std::vector<float>& values);
+
+}  // namespace lesson10_tests
