@@ -105,7 +105,7 @@ class Checker:
         deps = [line.strip() for line in lines[1:] if line.strip()]
         # NCCL's and MPI's folders, wherever this machine has them (Open MPI's mpi.h lies in
         # /usr/lib/x86_64-linux-gnu/openmpi/include on Debian and Ubuntu): the folder of the one the build used.
-        nccl_dirs = {_resolve(self.build, dep).parent for dep in deps if Path(dep).name in ("nccl.h", "mpi.h")}
+        nccl_dirs = {_resolve(self.build, dep).parent for dep in deps if Path(dep).name in ("nccl.h", "mpi.h", "nvshmem.h", "nvshmem_host.h", "nvshmemx.h")}
         problems = []
         for dep in deps:
             path = _resolve(self.build, dep)

@@ -158,7 +158,9 @@ ALLOWED_C_NAMES |= {
 
 # C names allowed by prefix: the CUDA runtime (and what nvcc generates for kernels and their
 # registration), cuBLAS, NCCL and MPI. Anything else of the CUDA driver's is reached through the runtime.
-ALLOWED_C_PREFIXES = ("cuda", "__cuda", "cublas", "nccl", "MPI_")
+# NVSHMEM (lesson 10): its host API by prefix (nvshmem_malloc, nvshmem_ptr, nvshmemx_collective_launch, ...);
+# its device API never shows here (device code lies in the fatbinary, linked by nvcc -dlink).
+ALLOWED_C_PREFIXES = ("cuda", "__cuda", "cublas", "nccl", "MPI_", "nvshmem_", "nvshmemx_")
 # ... except these, which hand out arbitrary functions by name (the way dlsym does).
 REFUSED_DESPITE_PREFIX = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaGetExportTable",
                           "__cudaGetExportTableInternal"}
@@ -166,7 +168,7 @@ REFUSED_DESPITE_PREFIX = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByV
 # MPI_Comm_spawn_multiple), open files (MPI_File_*, MPI_Register_datarep), connect to other jobs
 # (ports, name publishing, MPI_Comm_join over a socket), or read and change MPI's own settings
 # (the tools interface, MPI_T_*).
-REFUSED_C_PREFIXES = ("MPI_Abort", "MPI_Comm_spawn", "MPI_File_", "MPI_Register_datarep", "MPI_Open_port",
+REFUSED_C_PREFIXES = ("nvshmem_global_exit", "MPI_Abort", "MPI_Comm_spawn", "MPI_File_", "MPI_Register_datarep", "MPI_Open_port",
                       "MPI_Close_port", "MPI_Comm_connect", "MPI_Comm_accept", "MPI_Comm_join", "MPI_Publish_name",
                       "MPI_Unpublish_name", "MPI_Lookup_name", "MPI_T_")
 
@@ -266,6 +268,7 @@ INSTEAD = {
     "std::chrono::tzdb": "print durations with std::chrono (time zones read the environment and files)",
     "std::messages": "write the message in the code (message catalogs are files)",
     "MPI_Abort": "throw an exception: the test decides how the job ends (MPI_Abort ends every rank)",
+    "nvshmem_global_exit": "throw an exception: the test decides how the job ends (it ends every PE)",
     "MPI_Comm_spawn": "the ranks are started by mpirun, as the tests do", "MPI_File_": "the lesson needs no files",
     "MPI_Comm_connect": "communicate within MPI_COMM_WORLD or a communicator split from it",
     "MPI_Comm_accept": "communicate within MPI_COMM_WORLD or a communicator split from it",
