@@ -1037,7 +1037,7 @@ class LayoutUnitTests(unittest.TestCase):
             shutil.copytree(FIXTURE, course)
             left_out = ("tests/wrong/01-passing/off_by_one.wrong", "tests/course/expect.py", "tests/host/test_x.cpp",
                         "tests/grader/attacks/correct/passing.cpp", "tests/grader/fixture/x.cpp", "README.md",
-                        ".ci/run", "solutions/01-passing/passing.cpp", "tests/grader/correct/01-passing/x.cpp",
+                        ".ci/run", "solutions/01-passing/passing.cpp", "tests/grader/correct/01-passing/x.right",
                         "tests/grader/listings/x.s", "tests/grader/allowlist/x.cpp", "tests/grader/slurm/x.sh")
             kept = ("tests/grader/grade.py", "tests/meson.build", "lessons/01-passing/hints/task-1.md", "meson.options")
             for extra in left_out + kept:
@@ -1719,6 +1719,83 @@ class AttackTests(unittest.TestCase):
         self.assertIn("left 1 process(es) running", report)
         self.assertEqual(table_row(report, "01-passing")[1], "0/5")
         self.assertEqual(sleepers(), [])
+
+
+# ============================================================================ the corpus of correct files
+
+REPOSITORY = HERE.parents[1]  # the course this grader belongs to (its solutions/ and tests/wrong/)
+CORRECT = HERE / "correct"
+
+
+@unittest.skipUnless((REPOSITORY / "solutions").is_dir() and (REPOSITORY / "tests/wrong/mutate.py").is_file(),
+                     "the corpus is made from solutions/ by tests/wrong/mutate.py (the full course only)")
+class CorpusTests(unittest.TestCase):
+    """tests/grader/correct/: the correct-but-different files, stored as mutations of the reference
+    solutions (NN-name/NAME.right); grade_corpus.py makes them whole before it grades them (on a GPU
+    host). A solution that changes the lines a mutation replaces fails here, naming the file."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(CORRECT))
+        import corpus
+        import grade_corpus
+        cls.corpus, cls.grade_corpus = corpus, grade_corpus
+
+    def test_every_stored_corpus_mutation_applies_to_its_solution(self):
+        stored = [m for variants in self.corpus.mutations().values() for m in variants]
+        self.assertEqual(len({m.parent.name for m in stored}), 9, "a lesson of the corpus has no file")
+        self.assertEqual(self.corpus.check(REPOSITORY), [])
+        for mutation in stored:
+            name, text = self.corpus.whole_file(mutation)
+            lesson = mutation.parent.name
+            self.assertEqual(Path(name).suffix, self.corpus.solution_of(lesson).suffix)
+            self.assertIn(f"// Correct-but-different lesson {lesson[:2]} file", text, mutation.name)
+            self.assertTrue(text.startswith("// SPDX-License-Identifier: MIT\n"), mutation.name)
+        self.assertEqual(sorted(p.relative_to(CORRECT).as_posix() for p in CORRECT.glob("[0-9][0-9]-*/*")
+                                if p.suffix != ".right"), [],
+                         "whole files beside the stored mutations: store them (corpus.py store)")
+
+    def test_a_whole_file_stored_then_made_whole_again_is_the_same_bytes(self):
+        for mutation in [m for variants in self.corpus.mutations().values() for m in variants]:
+            solution = self.corpus.solution_of(mutation.parent.name).read_text()
+            name, whole = self.corpus.whole_file(mutation)
+            stored = self.corpus.store(solution, whole)
+            self.assertEqual(self.corpus.reconstruct(solution, stored, "s", "m"), whole, mutation.name)
+
+    def test_store_keeps_the_header_and_finds_a_context_that_occurs_once(self):
+        solution = ("// SPDX-License-Identifier: MIT\n// Copyright\n//\n// The reference.\n#include <a>\n\n"
+                    "int f() {\n  return 1;\n}\n\nint g() {\n  return 1;\n}\n")
+        whole = ("// SPDX-License-Identifier: MIT\n// Copyright\n//\n// Correct-but-different: g returns 1 another way.\n"
+                 "//   (indented, kept as it is)\n#include <a>\n#include <b>\n\nint f() {\n  return 1;\n}\n\n"
+                 "int g() {\n  return 2 - 1;\n}\n")
+        stored = self.corpus.store(solution, whole)
+        self.assertTrue(stored.startswith("# SPDX-License-Identifier: MIT\n# Copyright\n#\n# Correct-but-different"))
+        self.assertIn("#   (indented, kept as it is)\n@@ replace\n", stored)
+        self.assertIn("@@ replace\nint g() {\n  return 1;\n@@ with\nint g() {\n  return 2 - 1;\n@@ end\n", stored)
+        self.assertEqual(self.corpus.reconstruct(solution, stored, "s", "m"), whole)
+        with self.assertRaisesRegex(self.corpus.CorpusError, "occurs 0 times"):
+            self.corpus.reconstruct(solution.replace("int g()", "int h()"), stored, "s", "m")
+
+    def test_grade_corpus_makes_the_files_whole_in_its_work_folder_and_reports_a_stale_one(self):
+        with tempfile.TemporaryDirectory() as folder:
+            work = Path(folder)
+            files, stale = self.grade_corpus.corpus({"01", "09"}, set(), work / "corpus")
+            self.assertEqual(stale, {})
+            self.assertEqual(sorted(files), ["01-device-enumeration", "09-multi-process"])
+            for lesson, paths in files.items():
+                self.assertEqual([p.parent for p in paths], [work / "corpus" / lesson] * len(paths))
+                self.assertEqual([p.stem for p in paths], [m.stem for m in self.corpus.mutations()[lesson]])
+            names = self.grade_corpus.student_files(REPOSITORY)
+            placed = self.grade_corpus.stage(files, names, work / "class")
+            self.assertEqual(len(placed), len(files["01-device-enumeration"]) + len(files["09-multi-process"]))
+            first = work / "class" / "corpus-01" / "01-device-enumeration" / names["01-device-enumeration"]
+            self.assertEqual(first.read_text(), files["01-device-enumeration"][0].read_text())
+            broken = work / "stale" / "01-device-enumeration" / "broken.right"
+            broken.parent.mkdir(parents=True)
+            broken.write_text("# SPDX-License-Identifier: MIT\n@@ replace\nno such line\n@@ with\n@@ end\n")
+            files, stale = self.grade_corpus.corpus(None, set(), work / "corpus", root=work / "stale")
+            self.assertEqual((files, list(stale)), ({}, [broken]))
+            self.assertIn("broken.right: block 1 occurs 0 times in solutions/01-device-enumeration/", stale[broken])
 
 
 # ============================================================================ Slurm (no cluster needed)
