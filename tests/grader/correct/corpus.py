@@ -8,7 +8,9 @@
 # so that it holds only what differs from the reference and follows every later change of it. This
 # module turns a stored mutation into the whole student file and back:
 #
-#     python3 tests/grader/correct/corpus.py write DIR [NAME ...]   the whole files, DIR/NN-name/NAME.cpp|.cu
+#     python3 tests/grader/correct/corpus.py write DIR [--at COMMIT] [NAME ...]
+#                                                                    the whole files, DIR/NN-name/NAME.cpp|.cu
+#                                                                    (with the solutions of COMMIT: a stale one)
 #     python3 tests/grader/correct/corpus.py store FILE ...          whole files (DIR/NN-name/NAME.cpp|.cu) back
 #                                                                    into NN-name/NAME.right here
 #     python3 tests/grader/correct/corpus.py check                   every mutation applies (exit 1 if not)
@@ -17,11 +19,12 @@
 # written '#'); the rest of the whole file is the solution after its own header comment, with the
 # blocks applied. A block whose lines left the solution, or occur in it more than once, is an error
 # that names the file to update: write it out with the solution it was made from, change it, store it.
-"""Usage: corpus.py write DIR [NAME ...] | store FILE ... | check"""
+"""Usage: corpus.py write DIR [--at COMMIT] [NAME ...] | store FILE ... | check"""
 
 from __future__ import annotations
 
 import difflib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,12 +81,15 @@ def reconstruct(solution_text: str, mutation_text: str, solution_name: str, muta
     return "".join("//" + line[1:] + "\n" for line in header_comment(mutation_text)) + code
 
 
-def whole_file(mutation: Path, course: Path = COURSE) -> tuple[str, str]:
-    """(the whole file's name, NAME.cpp or NAME.cu like the solution; its text) of a stored mutation."""
+def whole_file(mutation: Path, course: Path = COURSE, at: str | None = None) -> tuple[str, str]:
+    """(the whole file's name, NAME.cpp or NAME.cu like the solution; its text) of a stored mutation,
+    made from the course's solution (as git's commit `at` holds it, if given)."""
     lesson = mutation.parent.name
     solution = solution_of(lesson, course)
-    text = reconstruct(solution.read_text(), mutation.read_text(), f"solutions/{lesson}/{solution.name}",
-                       f"tests/grader/correct/{lesson}/{mutation.name}")
+    name = f"solutions/{lesson}/{solution.name}"
+    text = (subprocess.run(["git", "-C", str(course), "show", f"{at}:{name}"], capture_output=True, text=True,
+                           check=True).stdout if at else solution.read_text())
+    text = reconstruct(text, mutation.read_text(), name, f"tests/grader/correct/{lesson}/{mutation.name}")
     return mutation.stem + solution.suffix, text
 
 
@@ -162,11 +168,13 @@ def check(course: Path = COURSE) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[1] == "write":
-        into, only = Path(argv[2]), set(argv[3:])
+        into, rest = Path(argv[2]), argv[3:]
+        at = rest[1] if rest[:1] == ["--at"] and len(rest) > 1 else None
+        only = set(rest[2:] if at else rest)
         for lesson, variants in mutations(only=only).items():
             (into / lesson).mkdir(parents=True, exist_ok=True)
             for mutation in variants:
-                name, text = whole_file(mutation)
+                name, text = whole_file(mutation, at=at)
                 (into / lesson / name).write_text(text)
                 print(into / lesson / name)
         return 0
