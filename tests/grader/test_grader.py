@@ -8,7 +8,7 @@ lessons pass, fail an assertion, throw NOT_IMPLEMENTED, skip for missing GPUs, c
 of two cases, hang, trip the watchdog, and do not compile. Needs Meson, Ninja, a C++
 compiler and Catch2 v3 (pkg-config catch2); no GPU.
 
-    python3 tests/grader/test_grader.py        (about a minute on two cores)
+    python3 tests/grader/test_grader.py        (about two minutes on two cores)
 """
 
 from __future__ import annotations
@@ -97,6 +97,38 @@ def grade_default() -> None:
         DEFAULT.update(read_outputs(shared_build() / "grade"))
 
 
+WHOLE_MODULE = False  # set by load_tests: every class runs, so setUpModule prepares them together
+PREPARED: dict = {}  # a class (or grade_default) -> None once prepared, or the exception it raised
+
+
+def load_tests(loader, tests, pattern):
+    """unittest's hook, called when the whole module is loaded (not for one class or test)."""
+    global WHOLE_MODULE
+    WHOLE_MODULE = True
+    return tests
+
+
+def prepare(step) -> None:
+    """Runs a slow preparation once (a class's prepare(), or grade_default); a failure is kept and
+    raised again where the class is set up, so only that class's tests error."""
+    if step not in PREPARED:
+        try:
+            (step.prepare if isinstance(step, type) else step)()
+            PREPARED[step] = None
+        except Exception as error:  # noqa: BLE001  raised again by the class that needs it
+            PREPARED[step] = error
+    if PREPARED[step] is not None:
+        raise PREPARED[step]
+
+
+def prepare_in_turn(steps) -> None:
+    for step in steps:
+        try:
+            prepare(step)
+        except Exception:  # noqa: BLE001  kept in PREPARED
+            pass
+
+
 def setUpModule():
     global TMP, COURSE
     TMP = Path(tempfile.mkdtemp(prefix="grader-test-"))
@@ -106,7 +138,19 @@ def setUpModule():
         shutil.copy(source, COURSE / "common")
     if TOOLS_MISSING:
         return
-    grade_default()
+    if not WHOLE_MODULE:
+        prepare(grade_default)  # one class or test: it prepares what it needs itself
+        return
+    # The whole module: its slow gradings and compilations, each a chain of steps that share a build
+    # folder, run beside each other (a grading spends most of its time on one core: one student's
+    # file compiled, checked and run after another). Every one ends here, before any test: tests that
+    # run programs in this process (RunCasesTests, ProbeTests, ...) stop every process it started.
+    import concurrent.futures
+    chains = [[grade_default, BatchTests, ClassTests, SlurmRunWithoutClusterTests], [AttackTests],
+              [AllowlistObjectTests]]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(chains)) as pool:
+        for chain in [pool.submit(prepare_in_turn, chain) for chain in chains]:
+            chain.result()
 
 
 def tearDownModule():
@@ -855,6 +899,10 @@ class AllowlistObjectTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.folder = Path(tempfile.mkdtemp(prefix="allowlist-"))
         cls.objects: dict[tuple, Path | str] = {}
         nvtx, mpi = nvtx_include(), mpi_include()
@@ -1366,6 +1414,10 @@ class BatchTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         batch = TMP / "class"
         make_class(batch)
         cls.csv = TMP / "class.csv"
@@ -1449,6 +1501,10 @@ class ClassTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.batch = batch = TMP / "class-week"
         for name in ("alice", "-dash"):
             shutil.copytree(FIXTURE / "solutions", batch / name / "lessons", ignore=shutil.ignore_patterns("0[3-8]*"))
@@ -1648,6 +1704,10 @@ class AttackTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         batch = TMP / "attacks"
         shutil.copytree(ATTACKS, batch)
         absolute = batch / "include_solution_absolute"
@@ -2125,6 +2185,10 @@ class SlurmRunWithoutClusterTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.batch = TMP / "slurm-class"
         make_class(cls.batch)
         common = ("--batch", str(cls.batch), "--build-dir", str(shared_build()), "--lessons", "01,02")
