@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 The multi-GPU course authors
 //
-// Lesson 07 tests, task 4: the one-shot as one kernel per worker. The same inputs, poisoning and
+// Lesson 07 tests, task 4: the one-kernel (the one-shot as one kernel per worker). The same inputs, poisoning and
 // reference as the other all-reduces (test_07_all_reduce_support.h), and the same bits as the
 // one-shot. Its kernels order themselves through flags, so the races are made visible by
 // making one worker's kernel late (a host-function sleep before it on its stream), by replaying

@@ -8,7 +8,7 @@ lessons pass, fail an assertion, throw NOT_IMPLEMENTED, skip for missing GPUs, c
 of two cases, hang, trip the watchdog, and do not compile. Needs Meson, Ninja, a C++
 compiler and Catch2 v3 (pkg-config catch2); no GPU.
 
-    python3 tests/grader/test_grader.py        (about a minute on two cores)
+    python3 tests/grader/test_grader.py        (about two minutes on two cores)
 """
 
 from __future__ import annotations
@@ -89,6 +89,46 @@ def tests_by_number(results: dict) -> dict:
     return {test["number"]: test for test in results["tests"]}
 
 
+def grade_default() -> None:
+    """The grading of the fixture's working tree that DefaultGradeTests and others read."""
+    done = run_grader("--build-dir", str(shared_build()), "--profile")
+    DEFAULT.update(rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    if done.returncode == 0:
+        DEFAULT.update(read_outputs(shared_build() / "grade"))
+
+
+WHOLE_MODULE = False  # set by load_tests: every class runs, so setUpModule prepares them together
+PREPARED: dict = {}  # a class (or grade_default) -> None once prepared, or the exception it raised
+
+
+def load_tests(loader, tests, pattern):
+    """unittest's hook, called when the whole module is loaded (not for one class or test)."""
+    global WHOLE_MODULE
+    WHOLE_MODULE = True
+    return tests
+
+
+def prepare(step) -> None:
+    """Runs a slow preparation once (a class's prepare(), or grade_default); a failure is kept and
+    raised again where the class is set up, so only that class's tests error."""
+    if step not in PREPARED:
+        try:
+            (step.prepare if isinstance(step, type) else step)()
+            PREPARED[step] = None
+        except Exception as error:  # noqa: BLE001  raised again by the class that needs it
+            PREPARED[step] = error
+    if PREPARED[step] is not None:
+        raise PREPARED[step]
+
+
+def prepare_in_turn(steps) -> None:
+    for step in steps:
+        try:
+            prepare(step)
+        except Exception:  # noqa: BLE001  kept in PREPARED
+            pass
+
+
 def setUpModule():
     global TMP, COURSE
     TMP = Path(tempfile.mkdtemp(prefix="grader-test-"))
@@ -98,10 +138,19 @@ def setUpModule():
         shutil.copy(source, COURSE / "common")
     if TOOLS_MISSING:
         return
-    done = run_grader("--build-dir", str(TMP / "default"), "--profile")
-    DEFAULT.update(rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
-    if done.returncode == 0:
-        DEFAULT.update(read_outputs(TMP / "default" / "grade"))
+    if not WHOLE_MODULE:
+        prepare(grade_default)  # one class or test: it prepares what it needs itself
+        return
+    # The whole module: its slow gradings and compilations, each a chain of steps that share a build
+    # folder, run beside each other (a grading spends most of its time on one core: one student's
+    # file compiled, checked and run after another). Every one ends here, before any test: tests that
+    # run programs in this process (RunCasesTests, ProbeTests, ...) stop every process it started.
+    import concurrent.futures
+    chains = [[grade_default, BatchTests, ClassTests, SlurmRunWithoutClusterTests], [AttackTests],
+              [AllowlistObjectTests]]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(chains)) as pool:
+        for chain in [pool.submit(prepare_in_turn, chain) for chain in chains]:
+            chain.result()
 
 
 def tearDownModule():
@@ -113,8 +162,16 @@ def needs_tools(cls):
     return unittest.skipIf(TOOLS_MISSING, f"missing: {', '.join(TOOLS_MISSING)}")(cls)
 
 
+def shared_build() -> Path:
+    """The --build-dir of every grading of the fixture course here, as an instructor keeps one from
+    run to run: each way of grading builds in its own subfolder (working-tree/, submission/, batch/),
+    and the course's own starters (pristine/, batch/build.clean) are built by the first run that needs
+    them and only brought up to date by the later ones, not built again for each test class."""
+    return TMP / "default"
+
+
 def program(number: str) -> Path:
-    return TMP / "default" / "working-tree" / "build" / "tests" / f"lesson-{number}"
+    return shared_build() / "working-tree" / "build" / "tests" / f"lesson-{number}"
 
 
 # ============================================================================ unit tests
@@ -842,6 +899,10 @@ class AllowlistObjectTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.folder = Path(tempfile.mkdtemp(prefix="allowlist-"))
         cls.objects: dict[tuple, Path | str] = {}
         nvtx, mpi = nvtx_include(), mpi_include()
@@ -853,9 +914,20 @@ class AllowlistObjectTests(unittest.TestCase):
             jobs += [("refused_nvtx_loader.cpp", (*nvtx, *course_nvtx_flags()), "-O2")]
         if mpi:
             jobs += [("accepted_mpi.cpp", tuple(mpi), "-O2"), ("refused_mpi.cpp", tuple(mpi), "-O2")]
+        cls.checked: dict[Path, tuple] = {}  # object -> (its stat when checked, problems())
+
+        def compile_and_check(job):
+            result = cls._compile(ALLOWLIST / job[0], job[1], job[2])
+            if isinstance(result, Path):  # the object checks run objdump: most of the time of these tests
+                try:
+                    cls.checked[result] = (cls._stamp(result), cls._problems(result))
+                except Exception:  # noqa: BLE001  the test that reads it checks it again, and fails there
+                    pass
+            return result
+
         import concurrent.futures
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # about 30 s on 2 cores
-            for job, result in zip(jobs, pool.map(lambda job: cls._compile(ALLOWLIST / job[0], job[1], job[2]), jobs)):
+            for job, result in zip(jobs, pool.map(compile_and_check, jobs)):
                 cls.objects[(job[0], job[2])] = result
 
     @classmethod
@@ -888,9 +960,21 @@ class AllowlistObjectTests(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         return obj
 
-    def problems(self, obj: Path) -> str:
+    @staticmethod
+    def _stamp(obj: Path) -> tuple:
+        status = obj.stat()
+        return status.st_mtime_ns, status.st_size, status.st_ino
+
+    @staticmethod
+    def _problems(obj: Path) -> str:
         import integrity
         return "\n".join(f"{what} ({why})" for what, why in integrity.check_object(obj))
+
+    def problems(self, obj: Path) -> str:
+        """What the object checks say of `obj`: checked once, in setUpClass, for the objects compiled
+        there (unless a test compiled another object in its place since)."""
+        stamp, found = self.checked.get(obj, (None, ""))
+        return found if stamp == self._stamp(obj) else self._problems(obj)
 
     # ------------------------------------------------------------ what the compilers emit themselves
 
@@ -1037,7 +1121,7 @@ class LayoutUnitTests(unittest.TestCase):
             shutil.copytree(FIXTURE, course)
             left_out = ("tests/wrong/01-passing/off_by_one.wrong", "tests/course/expect.py", "tests/host/test_x.cpp",
                         "tests/grader/attacks/correct/passing.cpp", "tests/grader/fixture/x.cpp", "README.md",
-                        ".ci/run", "solutions/01-passing/passing.cpp", "tests/grader/correct/01-passing/x.cpp",
+                        ".ci/run", "solutions/01-passing/passing.cpp", "tests/grader/correct/01-passing/x.right",
                         "tests/grader/listings/x.s", "tests/grader/allowlist/x.cpp", "tests/grader/slurm/x.sh")
             kept = ("tests/grader/grade.py", "tests/meson.build", "lessons/01-passing/hints/task-1.md", "meson.options")
             for extra in left_out + kept:
@@ -1296,13 +1380,13 @@ class RequireGpusTests(unittest.TestCase):
 class SubmissionTests(unittest.TestCase):
     def test_reference_solutions_score_everything(self):
         out = TMP / "solutions-grade"
-        done = run_grader("--submission", str(FIXTURE / "solutions"), "--build-dir", str(TMP / "solutions"),
+        done = run_grader("--submission", str(FIXTURE / "solutions"), "--build-dir", str(shared_build()),
                           "--out", str(out), "--lessons", "03,04,06,07,08")
         self.assertEqual(done.returncode, 0, done.stderr)
         results = read_outputs(out)["results"]
         self.assertEqual((results["score"], results["extra_data"]["possible"], results["extra_data"]["ungraded"]),
                          (11, 11, 5))
-        self.assertFalse((TMP / "solutions" / "submission" / "course" / "solutions").exists())
+        self.assertFalse((shared_build() / "submission" / "course" / "solutions").exists())
 
 
 def make_class(batch: Path) -> None:
@@ -1330,10 +1414,14 @@ class BatchTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         batch = TMP / "class"
         make_class(batch)
         cls.csv = TMP / "class.csv"
-        cls.done = run_grader("--batch", str(batch), "--build-dir", str(TMP / "batch"), "--out",
+        cls.done = run_grader("--batch", str(batch), "--build-dir", str(shared_build()), "--out",
                               str(TMP / "batch-grade"), "--csv", str(cls.csv), "--lessons", "01,02,03,04,05,07")
         with cls.csv.open() as table:
             cls.rows = {row["student"]: row for row in csv.DictReader(table)}
@@ -1341,8 +1429,8 @@ class BatchTests(unittest.TestCase):
     def test_each_students_build_starts_from_the_course_starters(self):
         # bob has no lesson 03: his build must not hold alice's lesson-03 object (or its listings),
         # but the one compiled from the course's starter, as the clean copy of the batch's build has it
-        build = TMP / "batch" / "batch" / "build"
-        clean = TMP / "batch" / "batch" / "build.clean"
+        build = shared_build() / "batch" / "build"
+        clean = shared_build() / "batch" / "build.clean"
         self.assertTrue(clean.is_dir(), "the batch has no clean build to start each student from")
         entries = json.loads((build / "compile_commands.json").read_text())
         outputs = [entry["output"] for entry in entries if entry["file"].endswith("lessons/03-starter/starter.cpp")]
@@ -1413,6 +1501,10 @@ class ClassTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.batch = batch = TMP / "class-week"
         for name in ("alice", "-dash"):
             shutil.copytree(FIXTURE / "solutions", batch / name / "lessons", ignore=shutil.ignore_patterns("0[3-8]*"))
@@ -1425,7 +1517,7 @@ class ClassTests(unittest.TestCase):
         cls.roster = TMP / "roster.csv"
         cls.roster.write_text("student,SIS User ID\nalice,1001\nbob,1002\ncarol,1003\n-dash,1004\nzoe,1009\n")
         cls.out = TMP / "class-week-out"
-        cls.common = ("--batch", str(batch), "--build-dir", str(TMP / "class-week-build"), "--lessons", "01,02")
+        cls.common = ("--batch", str(batch), "--build-dir", str(shared_build()), "--lessons", "01,02")
         cls.done = run_grader(*cls.common, "--out", str(cls.out), "--roster", str(cls.roster))
         cls.first_csv = (cls.out / "grades.csv").read_text()
 
@@ -1612,6 +1704,10 @@ class AttackTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         batch = TMP / "attacks"
         shutil.copytree(ATTACKS, batch)
         absolute = batch / "include_solution_absolute"
@@ -1719,6 +1815,83 @@ class AttackTests(unittest.TestCase):
         self.assertIn("left 1 process(es) running", report)
         self.assertEqual(table_row(report, "01-passing")[1], "0/5")
         self.assertEqual(sleepers(), [])
+
+
+# ============================================================================ the corpus of correct files
+
+REPOSITORY = HERE.parents[1]  # the course this grader belongs to (its solutions/ and tests/wrong/)
+CORRECT = HERE / "correct"
+
+
+@unittest.skipUnless((REPOSITORY / "solutions").is_dir() and (REPOSITORY / "tests/wrong/mutate.py").is_file(),
+                     "the corpus is made from solutions/ by tests/wrong/mutate.py (the full course only)")
+class CorpusTests(unittest.TestCase):
+    """tests/grader/correct/: the correct-but-different files, stored as mutations of the reference
+    solutions (NN-name/NAME.right); grade_corpus.py makes them whole before it grades them (on a GPU
+    host). A solution that changes the lines a mutation replaces fails here, naming the file."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(CORRECT))
+        import corpus
+        import grade_corpus
+        cls.corpus, cls.grade_corpus = corpus, grade_corpus
+
+    def test_every_stored_corpus_mutation_applies_to_its_solution(self):
+        stored = [m for variants in self.corpus.mutations().values() for m in variants]
+        self.assertEqual(len({m.parent.name for m in stored}), 9, "a lesson of the corpus has no file")
+        self.assertEqual(self.corpus.check(REPOSITORY), [])
+        for mutation in stored:
+            name, text = self.corpus.whole_file(mutation)
+            lesson = mutation.parent.name
+            self.assertEqual(Path(name).suffix, self.corpus.solution_of(lesson).suffix)
+            self.assertIn(f"// Correct-but-different lesson {lesson[:2]} file", text, mutation.name)
+            self.assertTrue(text.startswith("// SPDX-License-Identifier: MIT\n"), mutation.name)
+        self.assertEqual(sorted(p.relative_to(CORRECT).as_posix() for p in CORRECT.glob("[0-9][0-9]-*/*")
+                                if p.suffix != ".right"), [],
+                         "whole files beside the stored mutations: store them (corpus.py store)")
+
+    def test_a_whole_file_stored_then_made_whole_again_is_the_same_bytes(self):
+        for mutation in [m for variants in self.corpus.mutations().values() for m in variants]:
+            solution = self.corpus.solution_of(mutation.parent.name).read_text()
+            name, whole = self.corpus.whole_file(mutation)
+            stored = self.corpus.store(solution, whole)
+            self.assertEqual(self.corpus.reconstruct(solution, stored, "s", "m"), whole, mutation.name)
+
+    def test_store_keeps_the_header_and_finds_a_context_that_occurs_once(self):
+        solution = ("// SPDX-License-Identifier: MIT\n// Copyright\n//\n// The reference.\n#include <a>\n\n"
+                    "int f() {\n  return 1;\n}\n\nint g() {\n  return 1;\n}\n")
+        whole = ("// SPDX-License-Identifier: MIT\n// Copyright\n//\n// Correct-but-different: g returns 1 another way.\n"
+                 "//   (indented, kept as it is)\n#include <a>\n#include <b>\n\nint f() {\n  return 1;\n}\n\n"
+                 "int g() {\n  return 2 - 1;\n}\n")
+        stored = self.corpus.store(solution, whole)
+        self.assertTrue(stored.startswith("# SPDX-License-Identifier: MIT\n# Copyright\n#\n# Correct-but-different"))
+        self.assertIn("#   (indented, kept as it is)\n@@ replace\n", stored)
+        self.assertIn("@@ replace\nint g() {\n  return 1;\n@@ with\nint g() {\n  return 2 - 1;\n@@ end\n", stored)
+        self.assertEqual(self.corpus.reconstruct(solution, stored, "s", "m"), whole)
+        with self.assertRaisesRegex(self.corpus.CorpusError, "occurs 0 times"):
+            self.corpus.reconstruct(solution.replace("int g()", "int h()"), stored, "s", "m")
+
+    def test_grade_corpus_makes_the_files_whole_in_its_work_folder_and_reports_a_stale_one(self):
+        with tempfile.TemporaryDirectory() as folder:
+            work = Path(folder)
+            files, stale = self.grade_corpus.corpus({"01", "09"}, set(), work / "corpus")
+            self.assertEqual(stale, {})
+            self.assertEqual(sorted(files), ["01-device-enumeration", "09-multi-process"])
+            for lesson, paths in files.items():
+                self.assertEqual([p.parent for p in paths], [work / "corpus" / lesson] * len(paths))
+                self.assertEqual([p.stem for p in paths], [m.stem for m in self.corpus.mutations()[lesson]])
+            names = self.grade_corpus.student_files(REPOSITORY)
+            placed = self.grade_corpus.stage(files, names, work / "class")
+            self.assertEqual(len(placed), len(files["01-device-enumeration"]) + len(files["09-multi-process"]))
+            first = work / "class" / "corpus-01" / "01-device-enumeration" / names["01-device-enumeration"]
+            self.assertEqual(first.read_text(), files["01-device-enumeration"][0].read_text())
+            broken = work / "stale" / "01-device-enumeration" / "broken.right"
+            broken.parent.mkdir(parents=True)
+            broken.write_text("# SPDX-License-Identifier: MIT\n@@ replace\nno such line\n@@ with\n@@ end\n")
+            files, stale = self.grade_corpus.corpus(None, set(), work / "corpus", root=work / "stale")
+            self.assertEqual((files, list(stale)), ({}, [broken]))
+            self.assertIn("broken.right: block 1 occurs 0 times in solutions/01-device-enumeration/", stale[broken])
 
 
 # ============================================================================ Slurm (no cluster needed)
@@ -2012,9 +2185,13 @@ class SlurmRunWithoutClusterTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        prepare(cls)  # by setUpModule, beside the other slow preparations, when the whole module runs
+
+    @classmethod
+    def prepare(cls):
         cls.batch = TMP / "slurm-class"
         make_class(cls.batch)
-        common = ("--batch", str(cls.batch), "--build-dir", str(TMP / "slurm-build"), "--lessons", "01,02")
+        common = ("--batch", str(cls.batch), "--build-dir", str(shared_build()), "--lessons", "01,02")
         cls.local = run_grader(*common, "--out", str(TMP / "slurm-local"))
         cls.run_dir = TMP / "slurm-run"
         cls.written = run_grader(*common, "--slurm", "--out", str(cls.run_dir), "--gpus-per-task", "0")

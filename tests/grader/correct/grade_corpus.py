@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Copyright (c) 2026 The multi-GPU course authors
 #
-# Grades the corpus of correct-but-different student files (tests/grader/correct/NN-name/*) with
-# the course's own grader, in one --batch run: submission k holds the k-th file (by name) of every
-# lesson, so one run builds each lesson once per submission, not once per file. Prints, per file,
+# Grades the corpus of correct-but-different student files with the course's own grader, in one
+# --batch run: submission k holds the k-th file (by name) of every lesson, so one run builds each
+# lesson once per submission, not once per file. The corpus is stored as mutations of the reference
+# solutions (tests/grader/correct/NN-name/NAME.right, corpus.py); the whole files are made from
+# solutions/ into the work folder (DIR/corpus/NN-name/NAME.cpp|.cu) before grading. Prints, per file,
 # whether the grader accepted it (its object checks, then its cases) and the points it earned, or
 # why it was refused. On a host without a GPU the GPU cases are ungraded and "passed" means that
 # the file was accepted and every case that ran passed; on a GPU host (--require-gpus) it means
@@ -29,19 +31,28 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COURSE = HERE.parents[2]
 GRADER = COURSE / "tests" / "grader" / "grade.py"
-SUFFIXES = (".cpp", ".cu")
+sys.path.insert(0, str(HERE))
+import corpus as stored  # noqa: E402  the stored mutations, made whole
 
 
-def corpus(lessons: set[str] | None, only: set[str]) -> dict[str, list[Path]]:
-    """The files of each lesson folder (NN-name), by name (only those named in `only`, if any)."""
-    found = {}
-    for folder in sorted(p for p in HERE.iterdir() if p.is_dir() and p.name[:2].isdigit()):
-        if lessons and folder.name[:2] not in lessons:
-            continue
-        files = sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES and (not only or p.stem in only))
-        if files:
-            found[folder.name] = files
-    return found
+def corpus(lessons: set[str] | None, only: set[str], into: Path,
+           root: Path = HERE) -> tuple[dict[str, list[Path]], dict[Path, str]]:
+    """The whole files of each lesson (NN-name), by name (only those named in `only`, if any), made
+    from solutions/ and the stored mutations into `into`/NN-name/; and, apart, each stored mutation
+    that no longer applies to its solution, with why."""
+    found, stale = {}, {}
+    shutil.rmtree(into, ignore_errors=True)
+    for lesson, mutations in stored.mutations(lessons, only, root).items():
+        for mutation in mutations:
+            try:
+                name, text = stored.whole_file(mutation)
+            except stored.CorpusError as error:
+                stale[mutation] = str(error)
+                continue
+            (into / lesson).mkdir(parents=True, exist_ok=True)
+            (into / lesson / name).write_text(text)
+            found.setdefault(lesson, []).append(into / lesson / name)
+    return found, stale
 
 
 def student_files(course: Path) -> dict[str, str]:
@@ -112,7 +123,8 @@ def main() -> int:
         description="Grades the correct-but-different student files of tests/grader/correct/ with grade.py in one "
         "--batch run and prints each file's verdict (README.md beside this script).",
         epilog="Everything after -- goes to grade.py, e.g. -- --no-sandbox, or -- --require-gpus --bwrap PATH.")
-    parser.add_argument("--course", type=Path, default=COURSE, help="the course to grade against (default: this one)")
+    parser.add_argument("--course", type=Path, default=COURSE, help="the course to grade against (default: this one; "
+                        "the files are made from this one's solutions/ either way)")
     parser.add_argument("--lessons", help="only these lessons, e.g. 01,06")
     parser.add_argument("--work", type=Path, help="where the class, its builds and reports go (default: a temporary "
                                                   "folder, removed afterwards unless --keep)")
@@ -123,12 +135,17 @@ def main() -> int:
     args = parser.parse_args()
     lessons = {part.strip() for part in args.lessons.split(",")} if args.lessons else None
 
-    files = corpus(lessons, set(args.only))
-    full_marks = "--require-gpus" in args.grader_args  # then an ungraded case is a failure too
-    if not files:
-        print("grade_corpus: no corpus files", file=sys.stderr)
-        return 2
     work = args.work.resolve() if args.work else Path(tempfile.mkdtemp(prefix="grade-corpus-"))
+    files, stale = corpus(lessons, set(args.only), work / "corpus")
+    full_marks = "--require-gpus" in args.grader_args  # then an ungraded case is a failure too
+    for mutation, why in stale.items():
+        print(f"grade_corpus: {mutation.relative_to(COURSE)} no longer applies to its solution, not graded: {why}",
+              file=sys.stderr)
+    if not files:
+        print("grade_corpus: no corpus files" + (" that apply" if stale else ""), file=sys.stderr)
+        if not args.work and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        return 1 if stale else 2
     klass, build, out = work / "class", work / "build", work / "grade"
     shutil.rmtree(klass, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
@@ -169,7 +186,11 @@ def main() -> int:
             line += ": " + (why or status.removeprefix(word).lstrip(": "))
         print(line)
     kept = args.work or args.keep
-    print(f"\n{len(placed) - failures} of {len(placed)} files passed; grading took {elapsed:.0f} s"
+    for mutation, why in sorted(stale.items()):
+        failures += 1
+        print(f"{mutation.parent.name:<22} {mutation.name:<34} {'':>9}  does not apply: {why.splitlines()[0]}")
+    total = len(placed) + len(stale)
+    print(f"\n{total - failures} of {total} files passed; grading took {elapsed:.0f} s"
           + (f" (reports: {out})" if kept else ""))
     if not kept:
         shutil.rmtree(work, ignore_errors=True)
