@@ -928,6 +928,11 @@ def _before_main_refused(elf: ElfObject, relocation: Relocation, todo: list) -> 
     target = relocation.target
     if target in policy.ALLOWED_BEFORE_MAIN:
         return ""
+    cuda = ".cu." in elf.path.name or elf.path.name.endswith(".cu.o")
+    if cuda and target.startswith(policy.ALLOWED_BEFORE_MAIN_PREFIXES) and target not in elf.sections:
+        defined = elf.symbol(target)
+        if defined is None or defined.section in ("UND", ""):
+            return ""  # nvcc's registration of the file's relocatable device code, defined by nvcc -dlink
     call = relocation.kind in ("R_X86_64_PLT32", "R_X86_64_PLT64")
     if target in elf.sections:  # the object's own section: its data, or its own code
         if "X" in elf.sections[target] and call:

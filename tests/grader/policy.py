@@ -349,6 +349,11 @@ ALLOWED_BEFORE_MAIN = {
     "__stack_chk_fail",
 }
 
+# ... and, in an object nvcc compiled with -rdc=true, a call of these names left undefined: nvcc's
+# registration of the file's relocatable device code, which the device-link object (made by nvcc -dlink in
+# the grader's own build, never by the student) defines.
+ALLOWED_BEFORE_MAIN_PREFIXES = ("__cudaRegisterLinkedBinary_",)
+
 # Sections of a student object: these names (exactly, or followed by '.' and anything) and no
 # other. A section attribute that puts data into .text, or a section of its own, is refused.
 ALLOWED_SECTIONS = (
@@ -358,5 +363,8 @@ ALLOWED_SECTIONS = (
     ".debug_line", ".debug_line_str", ".debug_str", ".debug_loclists", ".debug_rnglists", ".debug_loc",
     ".debug_ranges", ".debug_frame", ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", "__nv_module_id",
     "__nv_managed_data__",  # nvcc's: the host side of a __managed__ variable (data, never code)
+    # nvcc -rdc=true (lesson 10's file, device-linked with NVSHMEM's device library): read-only lists of the
+    # file's kernels, device variables and constants for the registration of the linked device code.
+    ".nvHRCE", ".nvHRCI", ".nvHRDE", ".nvHRDI", ".nvHRKE", ".nvHRKI",
     ".symtab", ".strtab", ".shstrtab", ".rela", ".rel", ".note",
 )

@@ -867,6 +867,79 @@ class MpiReferenceTests(unittest.TestCase):
             self.assertNotEqual(integrity.reference_refused(name, name), "", name)
 
 
+class NvshmemReferenceTests(unittest.TestCase):
+    """Lesson 10's student file calls NVSHMEM's host API: what a PE needs is allowed, by prefix; what ends
+    every PE, and the library's internals, are refused."""
+
+    def test_what_a_pe_needs_is_allowed(self):
+        import integrity
+        for name in ("nvshmem_malloc", "nvshmem_calloc", "nvshmem_free", "nvshmem_ptr", "nvshmem_barrier_all",
+                     "nvshmem_my_pe", "nvshmem_n_pes", "nvshmemx_barrier_all_on_stream", "nvshmemx_collective_launch",
+                     "nvshmemx_collective_launch_query_gridsize"):
+            self.assertEqual(integrity.reference_refused(name, name), "", name)
+
+    def test_what_ends_every_pe_or_reaches_inside_the_library_is_refused(self):
+        import integrity
+        why = integrity.reference_refused("nvshmem_global_exit", "nvshmem_global_exit")
+        self.assertIn("throw an exception", why)
+        self.assertIn("ends every PE", why)
+        for name in ("nvshmemi_init_thread", "nvshmemi_device_state_d", "nvshmem_global_exit_all"):
+            self.assertNotEqual(integrity.reference_refused(name, name), "", name)
+
+
+def find_nvcc() -> str | None:
+    import integrity
+    for root in integrity.cuda_roots():
+        if (root / "bin" / "nvcc").is_file():
+            return str(root / "bin" / "nvcc")
+    return shutil.which("nvcc")
+
+
+@unittest.skipIf(find_nvcc() is None, "no nvcc")
+class RelocatableDeviceCodeTests(unittest.TestCase):
+    """Lesson 10's file is compiled with nvcc -rdc=true (device-linked with NVSHMEM's device library): its
+    host object has nvcc's .nvHR* sections and a registration that calls __cudaRegisterLinkedBinary_<id>.
+    A correct file passes the section and before-main() checks; a constructor of its own is still refused."""
+
+    SOURCE = ("__device__ int counter;\n"
+              "__global__ void add_one(int* out) { out[threadIdx.x] += 1; atomicAdd(&counter, 1); }\n"
+              "void launch(int* out, cudaStream_t stream) { add_one<<<1, 32, 0, stream>>>(out); }\n")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = Path(tempfile.mkdtemp(prefix="rdc-"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def compile(self, source: str, name: str) -> Path:
+        path = self.folder / name
+        path.write_text(source)
+        obj = self.folder / f"{name}.o"  # ends in .cu.o: a CUDA object, as the build names it
+        done = subprocess.run([find_nvcc(), "-rdc=true", "-arch=sm_90", "-std=c++20", "-O2", "-c", str(path), "-o",
+                               str(obj)], capture_output=True, text=True, cwd=self.folder, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return obj
+
+    def test_relocatable_device_code_passes_the_section_and_before_main_checks(self):
+        import integrity
+        obj = self.compile(self.SOURCE, "kernels.cu")
+        elf = integrity.ElfObject(obj)
+        self.assertTrue(any(name.startswith(".nvHR") for name in elf.sections), sorted(elf.sections))
+        self.assertTrue(any(s.name.startswith("__cudaRegisterLinkedBinary_") for s in elf.symbols))
+        self.assertEqual(integrity.check_sections(elf), [])
+        self.assertEqual(integrity.check_before_main(elf), [])
+
+    def test_a_constructor_beside_relocatable_device_code_is_still_refused(self):
+        import integrity
+        source = self.SOURCE + ("#include <cstdio>\n"
+                                "__attribute__((constructor)) static void early() { std::puts(\"before main\"); }\n")
+        elf = integrity.ElfObject(self.compile(source, "early.cu"))
+        problems = integrity.check_before_main(elf)
+        self.assertTrue(any("before main()" in what for what, _ in problems), problems)
+
+
 ALLOWLIST = HERE / "allowlist"
 LISTINGS = HERE / "listings"
 CXX = shutil.which("g++") or shutil.which("c++")
