@@ -6,7 +6,8 @@
 //  - the device-initiated Jacobi: microseconds per sweep across domain sizes, beside one GPU's time for
 //    the whole grid (the faster of a plain sweep kernel and lesson 08's run_plain on PE 0's GPU alone),
 //    the parallel efficiency t(1) / (P x t(P)), and lesson 08's overlapped schedule (its run_overlapped,
-//    linked: the reference in solution-bench-10, your own lesson 08 in bench-10) on the same two GPUs,
+//    linked from the same build as this lesson's code: your lesson 08 beside your lesson 10, the
+//    reference's beside the reference's) on the same two GPUs,
 //    driven by rank 0's process alone while rank 1 waits in a barrier: lesson 08 is one process that
 //    orders every GPU from the host. Targets: >= 95 % efficiency at 20480^2, and 1.3x fewer
 //    microseconds per sweep than lesson 08 at the size where lesson 08's efficiency is lowest (where its
