@@ -119,10 +119,10 @@ TEST_CASE(kPutRankCase, "[.][rank]") {
 
 TEST_CASE("one PE allocates on the symmetric heap and writes its own copy by pointer and by put",
           "[10-nvshmem][task:1][gpus:1][points:2]") {
-  check_job(run_pes(kPutRankCase, 1, 0x1001, std::chrono::seconds(120)), 1);
+  check_job(run_pes(kPutRankCase, 1, 0x1001, std::chrono::seconds(60)), 1);
 }
 
 TEST_CASE("two PEs on two GPUs write into each other's copies by pointer and by put and keep the caller's device",
           "[10-nvshmem][task:1][gpus:2][points:3]") {
-  check_job(run_pes(kPutRankCase, 2, 0x1002, std::chrono::seconds(120)), 2);
+  check_job(run_pes(kPutRankCase, 2, 0x1002, std::chrono::seconds(60)), 2);
 }

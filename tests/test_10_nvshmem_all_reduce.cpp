@@ -130,12 +130,12 @@ TEST_CASE(kSumRankCase, "[.][rank]") {
 
 TEST_CASE("one PE's all-reduce kernel pushes to itself and gives its input back bit for bit",
           "[10-nvshmem][task:3][gpus:1][points:2]") {
-  check_job(run_pes(kSumRankCase, 1, 0x1007, std::chrono::seconds(120)), 1);
+  check_job(run_pes(kSumRankCase, 1, 0x1007, std::chrono::seconds(60)), 1);
 }
 
 TEST_CASE("two PEs all-reduce inside one kernel each with the same bits in PE order and keep the caller's device",
           "[10-nvshmem][task:3][gpus:2][points:3]") {
-  const MpiJob job = run_pes(kSumRankCase, 2, 0x1008, std::chrono::seconds(120));
+  const MpiJob job = run_pes(kSumRankCase, 2, 0x1008, std::chrono::seconds(60));
   check_job(job, 2);
   check_same_bits(job, 2);
 }
@@ -175,7 +175,7 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
 
 TEST_CASE("a PE held back before its call or before its sum is waited for and its inbox never overwritten early",
           "[10-nvshmem][task:3][gpus:2][points:3]") {
-  const MpiJob job = run_pes(kLateRankCase, 2, 0x1009, std::chrono::seconds(120));
+  const MpiJob job = run_pes(kLateRankCase, 2, 0x1009, std::chrono::seconds(60));
   check_job(job, 2);
   check_same_bits(job, 2);
 }
@@ -219,5 +219,5 @@ TEST_CASE(kSkippedRankCase, "[.][rank]") {
 
 TEST_CASE("a call whose kernel never ran leaves the next one giving up within its patience with a report",
           "[10-nvshmem][task:3][gpus:1][points:2]") {
-  check_job(run_pes(kSkippedRankCase, 1, 0x100a, std::chrono::seconds(120)), 1);
+  check_job(run_pes(kSkippedRankCase, 1, 0x100a, std::chrono::seconds(60)), 1);
 }

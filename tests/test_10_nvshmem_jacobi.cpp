@@ -125,12 +125,12 @@ TEST_CASE(kSweepRankCase, "[.][rank]") {
 
 TEST_CASE("one PE sweeps lesson 08's grid inside one kernel with the same bits as the CPU",
           "[10-nvshmem][task:2][gpus:1][points:3]") {
-  check_job(run_pes(kSweepRankCase, 1, 0x1003, std::chrono::seconds(180)), 1);
+  check_job(run_pes(kSweepRankCase, 1, 0x1003, std::chrono::seconds(90)), 1);
 }
 
 TEST_CASE("two PEs put their boundary rows into each other's halos with a signal and match the CPU bit for bit",
           "[10-nvshmem][task:2][gpus:2][points:3]") {
-  check_job(run_pes(kSweepRankCase, 2, 0x1004, std::chrono::seconds(180)), 2);
+  check_job(run_pes(kSweepRankCase, 2, 0x1004, std::chrono::seconds(90)), 2);
 }
 
 TEST_CASE(kLateRankCase, "[.][rank]") {
@@ -155,7 +155,7 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
 
 TEST_CASE("a PE held back 300 ms is waited for and the halos still match the CPU bit for bit",
           "[10-nvshmem][task:2][gpus:2][points:2]") {
-  check_job(run_pes(kLateRankCase, 2, 0x1005, std::chrono::seconds(180)), 2);
+  check_job(run_pes(kLateRankCase, 2, 0x1005, std::chrono::seconds(90)), 2);
 }
 
 TEST_CASE(kMissingRankCase, "[.][rank]") {
@@ -197,5 +197,5 @@ TEST_CASE(kMissingRankCase, "[.][rank]") {
 
 TEST_CASE("a PE that never sweeps leaves its neighbour's kernel giving up with a report instead of hanging",
           "[10-nvshmem][task:2][gpus:2][points:2]") {
-  check_job(run_pes(kMissingRankCase, 2, 0x1006, std::chrono::seconds(120)), 2);
+  check_job(run_pes(kMissingRankCase, 2, 0x1006, std::chrono::seconds(60)), 2);
 }

@@ -50,6 +50,7 @@ std::map<std::string, std::string> nvshmem_environment(const std::map<std::strin
       {"NVSHMEM_REMOTE_TRANSPORT", "none"},      // one node: peers over NVLink or PCIe only, no InfiniBand
       {"NVSHMEM_SYMMETRIC_SIZE", "1073741824"},  // 1 GiB of symmetric heap per PE
       {"NVSHMEM_BOOTSTRAP", "UID"},
+      {"NVSHMEM_DEBUG", "WARN"},  // NVSHMEM's own warnings reach mpirun's log, which a failed case shows
   };
   for (const auto& [name, value] : env) variables[name] = value;
   return variables;
