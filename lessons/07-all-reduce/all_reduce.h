@@ -417,9 +417,10 @@ struct LlOneShotArgs {
 // Task 5. How many blocks every worker's LL one-shot kernel runs for `count` floats: 1 while one
 // block's threads cover ll_lines(count) lines (a line per thread), then enough blocks for a line
 // per thread, at most kMaxBlocks and few enough that every block of every worker sharing a GPU is
-// resident at once (as one_kernel_blocks: from the LL kernel's own occupancy, shared between the
-// workers listed on the same GPU, on every listed GPU). The same for every worker and every time;
-// never fewer for more floats. 1 up to 64 floats (32 lines): a block has at least 32 threads.
+// resident at once (as one_kernel_blocks: from the LL one-shot kernel's own occupancy, shared
+// between the workers listed on the same GPU, on every listed GPU). The same for every worker and
+// every time; never fewer for more floats. 1 up to 64 floats (32 lines): a block has at least 32
+// threads.
 int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 
 // Task 5. Enqueues on `stream` (of the current device; args.worker's) worker k's LL one-shot
