@@ -127,44 +127,8 @@ TEST_CASE("the one-kernel is one launch per worker with its arguments and nothin
   INFO("count 0 and one worker: nothing to do, so nothing launched");
   CHECK(launches.empty());
   // Captured, one call is a graph of exactly one kernel per worker: no copy, no memset, no host function.
-  const course::DeviceGuard on_device(0);
-  const course::Stream& stream0 = workspace.workers[0].stream;
-  const course::Event fork(0, cudaEventDisableTiming);
-  std::vector<course::Event> joins;
-  for (int k = 0; k < 3; ++k) joins.emplace_back(0, cudaEventDisableTiming);
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream0, cudaStreamCaptureModeThreadLocal));
-  fork.record(stream0);
-  for (int k = 1; k < 3; ++k) CUDA_CHECK(cudaStreamWaitEvent(workspace.workers[k].stream, fork, 0));
-  std::string thrown;
-  try {
-    one_kernel_all_reduce(workspace, buffers.pointers, count);
-  } catch (const std::exception& e) {
-    thrown = e.what();
-  }
-  for (int k = 1; k < 3; ++k) {
-    joins[k].record(workspace.workers[k].stream);
-    CUDA_CHECK(cudaStreamWaitEvent(stream0, joins[k], 0));
-  }
-  CUDA_CHECK(cudaStreamEndCapture(stream0, &graph));
-  std::size_t nodes = 0;
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> all(nodes);
-  CUDA_CHECK(cudaGraphGetNodes(graph, all.data(), &nodes));
-  std::size_t kernels = 0, others = 0;
-  for (cudaGraphNode_t node : all) {
-    cudaGraphNodeType type{};
-    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
-    others += type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeEmpty ? 0 : 1;
-  }
-  CUDA_CHECK(cudaGraphDestroy(graph));
-  INFO("one call of 3 workers, captured: " << kernels << " kernels and " << others
-                                           << " other operations (copies, memsets, host functions, event records); "
-                                           << (thrown.empty() ? "" : "the call threw: " + thrown));
-  CHECK(thrown.empty());
-  CHECK(kernels == 3);
-  CHECK(others == 0);
+  check_captured_as_one_kernel_per_worker(workspace,
+                                          [&] { one_kernel_all_reduce(workspace, buffers.pointers, count); });
 }
 
 TEST_CASE("the one-kernel gives the one-shot's bits, and the same from a graph replayed with new inputs",

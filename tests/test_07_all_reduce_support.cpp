@@ -186,6 +186,49 @@ void wait_for_workers(const AllReduceWorkspace& workspace) {
   lesson07::synchronize(workspace);  // and a one-kernel that gave up throws, with why
 }
 
+void check_captured_as_one_kernel_per_worker(AllReduceWorkspace& workspace, const std::function<void()>& call) {
+  const int w = workspace.size();
+  const int device = workspace.workers[0].device;
+  const course::DeviceGuard on_device(device);
+  const course::Stream& stream0 = workspace.workers[0].stream;
+  const course::Event fork(device, cudaEventDisableTiming);
+  std::vector<course::Event> joins;
+  for (int k = 0; k < w; ++k) joins.emplace_back(workspace.workers[k].device, cudaEventDisableTiming);
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream0, cudaStreamCaptureModeThreadLocal));
+  fork.record(stream0);
+  for (int k = 1; k < w; ++k) CUDA_CHECK(cudaStreamWaitEvent(workspace.workers[k].stream, fork, 0));
+  std::string thrown;
+  try {
+    call();
+  } catch (const std::exception& e) {
+    thrown = e.what();
+  }
+  for (int k = 1; k < w; ++k) {
+    joins[k].record(workspace.workers[k].stream);
+    CUDA_CHECK(cudaStreamWaitEvent(stream0, joins[k], 0));
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream0, &graph));
+  std::size_t nodes = 0;
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  std::vector<cudaGraphNode_t> all(nodes);
+  CUDA_CHECK(cudaGraphGetNodes(graph, all.data(), &nodes));
+  std::size_t kernels = 0, others = 0;
+  for (cudaGraphNode_t node : all) {
+    cudaGraphNodeType type{};
+    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+    others += type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeEmpty ? 0 : 1;
+  }
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  INFO("one call of " << w << " workers, captured: " << kernels << " kernels and " << others
+                      << " other operations (copies, memsets, host functions, event records); "
+                      << (thrown.empty() ? "" : "the call threw: " + thrown));
+  CHECK(thrown.empty());
+  CHECK(kernels == static_cast<std::size_t>(w));
+  CHECK(others == 0);
+}
+
 void poison_scratch(const AllReduceWorkspace& workspace) {
   for (const Worker& worker : workspace.workers) {
     const course::DeviceGuard on_device(worker.device);

@@ -93,6 +93,12 @@ std::vector<std::vector<float>> nccl_sums(const Buffers& buffers);
 // Waits for every worker's stream (lesson07::synchronize: a one-kernel or LL one-shot that gave up throws).
 void wait_for_workers(const lesson07::AllReduceWorkspace& workspace);
 
+// Captures `call` (one all-reduce on `workspace`'s streams, forked from and joined to worker 0's) and
+// checks the graph holds exactly one kernel per worker and nothing else: no copy, no memset, no host
+// function, no event record (the one-kernel's and the LL one-shot's "one launch and nothing else").
+void check_captured_as_one_kernel_per_worker(lesson07::AllReduceWorkspace& workspace,
+                                             const std::function<void()>& call);
+
 // Poisons every worker's scratch, kernel scratch and LL inbox, synchronously (a poisoned LL word
 // carries the call number 0xFFFFFFFF: never a call's).
 void poison_scratch(const lesson07::AllReduceWorkspace& workspace);

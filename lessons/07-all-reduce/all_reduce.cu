@@ -163,11 +163,12 @@ void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const
 
 // TODO(task 5): your LL kernel here: 1. push each of your lines, ll_word(float bits, e) twice, into
 // slot k of half e % 2 of every peer's inbox (one 16-byte store per peer, no fence); 2. wait in
-// your own inbox until both words of every peer's line carry e (give up after the patience: claim
-// the report, then write it), then write the sum in worker order; 3. the last block moves the
-// count of calls (README, task 5).
+// your own inbox until both words of every peer's line carry exactly e's low 32 bits (give up
+// after the patience: claim the report, then write it), then write the sum in worker order;
+// 3. the last block moves the count of calls (README, task 5, "What your code must do").
 int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
-  // TODO(task 5): one block while it covers every line, then a line per thread, every block resident.
+  // TODO(task 5): one block while it covers every line (at least 32 threads a block), then a line
+  // per thread, every block resident.
   (void)workspace;
   (void)count;
   NOT_IMPLEMENTED("task 5");
@@ -182,9 +183,10 @@ void enqueue_ll_one_shot(const LlOneShotArgs& args, cudaStream_t stream) {
 
 void ll_one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
                             const LlOneShotLaunch& launch) {
-  // TODO(task 5): the checks (the buffers, a count above workspace.ll_max_count, an earlier give-up),
-  // nothing to do for W = 1 or count = 0, then one launch per worker with its device current and
-  // nothing else; the caller's device as it was.
+  // TODO(task 5): the checks (the buffers and a count above workspace.ll_max_count:
+  // std::invalid_argument; an earlier give-up: std::runtime_error with gave_up(workspace)), nothing
+  // to do for W = 1 or count = 0, then one launch per worker with its device current and nothing
+  // else; the caller's device as it was.
   (void)workspace;
   (void)buffers;
   (void)count;

@@ -69,9 +69,12 @@ struct GiveUp {
 
 // Task 5 (the LL one-shot): one line of a worker's inbox, 16 bytes, two floats. Each 8-byte word
 // carries one float's bits in its low 4 bytes and, in its high 4 bytes, the number of the call
-// that wrote it (the call number's low 32 bits): ll_word(value, call). A word is written and read
-// whole, so its float is there exactly when its number is; the two words of a line are two such
-// pairs, each checked on its own (a 16-byte store may reach its reader as two 8-byte halves).
+// that wrote it (the call number's low 32 bits): ll_word(value, call). A word is read whole (a
+// relaxed atomic load) and, on the hardware, an aligned 8-byte element of a store arrives whole, so
+// its float is there exactly when its number is (hardware behaviour NCCL's LL relies on too; not
+// guaranteed by the CUDA programming guide nor the PTX memory model for a plain store: README,
+// task 5). The two words of a line are two such pairs, each checked on its own (a 16-byte store
+// may reach its reader as two 8-byte halves).
 struct alignas(16) LlLine {
   unsigned long long word[2];
 };
@@ -414,34 +417,41 @@ struct LlOneShotArgs {
 // Task 5. How many blocks every worker's LL one-shot kernel runs for `count` floats: 1 while one
 // block's threads cover ll_lines(count) lines (a line per thread), then enough blocks for a line
 // per thread, at most kMaxBlocks and few enough that every block of every worker sharing a GPU is
-// resident at once (as one_kernel_blocks: from the LL kernel's own occupancy, shared between the
-// workers listed on the same GPU, on every listed GPU). The same for every worker.
+// resident at once (as one_kernel_blocks: from the LL one-shot kernel's own occupancy, shared
+// between the workers listed on the same GPU, on every listed GPU). The same for every worker and
+// every time; never fewer for more floats. 1 up to 64 floats (32 lines): a block has at least 32
+// threads.
 int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 
 // Task 5. Enqueues on `stream` (of the current device; args.worker's) worker k's LL one-shot
 // kernel of one call, a grid of args.blocks blocks. e = args.calls->calls + 1 is this call's
-// number (the kernel moves `calls` to e once every block is done, as the one-kernel does). In every
-// inbox, half h starts h x W x args.lines lines in, slot j of a half j x args.lines lines further,
-// and line i of a slot holds floats 2i and 2i + 1 of [0, count). Every thread of the grid takes the
-// lines i = its index in the grid, then every grid size further, and for each:
+// number, read on the GPU (the kernel moves `calls` to e once every block is done, as the
+// one-kernel does). In every inbox, half h starts h x W x args.lines lines in, slot j of a half
+// j x args.lines lines further (args.lines is the slot's size, not this call's lines), and line i
+// of a slot holds floats 2i and 2i + 1 of [0, count). Every thread of the grid takes the lines i =
+// its index in the grid, then every grid size further, while i < ll_lines(count), and for each:
 //  1. pushes: writes line i of its input, ll_word(bits, e) for each of the two floats (0.0f for
 //     the padding word of an odd count), into line i of slot k of half e % 2 of EVERY peer j's
 //     inbox (j != k), in j's memory: one 16-byte store per peer, plain (no fence: a word's float and
 //     its call number travel together, so there is nothing to order). Every push of every line
 //     comes before any wait.
 //  2. then, for each of its lines, in its OWN inbox (local memory), waits until line i of slot j of
-//     half e % 2 carries e in BOTH its words, for every peer j (a line whose words disagree is
-//     half arrived: wait on), and writes line i of `buffer`: the floats of workers 0, 1, ..., W-1
-//     added in worker order in float from worker 0's (its own from `buffer` itself, the peers'
-//     from their words: the one-shot's bits); an odd count's padding word is never written.
+//     half e % 2 carries e in BOTH its words, for every peer j: both high halves EQUAL to e's low
+//     32 bits (not at least: an inbox holds 0, older calls' numbers, or the tests' poison
+//     0xFFFFFFFF; a line whose words disagree is half arrived: wait on), and writes line i of
+//     `buffer`: the floats of workers 0, 1, ..., W-1 added in worker order in float from worker 0's
+//     (its own from `buffer` itself, the peers' from their words: the one-shot's bits); an odd
+//     count's padding word is never written.
 // No "finished reading" is sent: half e % 2 of worker k's inbox is written next by call e + 2, and
-// a peer j pushes call e + 2 only after its kernel of call e + 1 ended, which waited for worker k's
-// lines of call e + 1, which worker k's kernel of call e + 1 pushed after its kernel of call e (the
-// reader of that half) ended. A wait that lasts longer than args.patience_ns gives up: the thread
-// tells its block, every thread of the block stops waiting (writing no line it had not finished),
-// and the block claims the report as the one-kernel's blocks do (only the block that got the claim
-// writes it: the peer, the block, waiting_for = 0, then call e last), does not count itself done
-// and returns; the other blocks go on. The call is then broken (`calls` never moves: the next call
+// a peer j pushes call e + 2 only after its kernel of call e + 1 ended (with programmatic dependent
+// launch: only after cudaGridDependencySynchronize(), so that comes before the first push), which
+// waited for worker k's lines of call e + 1, which worker k's kernel of call e + 1 pushed after its
+// kernel of call e (the reader of that half) ended. A wait for one peer's line that lasts longer
+// than args.patience_ns (from the start of that wait) gives up: the thread tells its block, every
+// thread of the block stops waiting (writing no line it had not finished), and the block claims the
+// report as the one-kernel's blocks do (only the block that got the claim writes it: the peer whose
+// line it waited for, the block, waiting_for = 0, then call e last), does not count itself done and
+// returns; the other blocks go on. The call is then broken (`calls` never moves: the next call
 // throws). W >= 2 and count >= 1 always. Launched with the grid given, never more.
 void enqueue_ll_one_shot(const LlOneShotArgs& args, cudaStream_t stream);
 

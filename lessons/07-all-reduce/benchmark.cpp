@@ -11,8 +11,9 @@
 // time to enqueue a call is printed beside the time per call (where they are close, the CPU sets
 // the pace). Then PASS/FAIL lines for the lesson's targets: the ring within 80% of NCCL's busbw at
 // 64 MiB and above; at 64 KiB and below the one-kernel and the LL one-shot faster than plain NCCL,
-// and the graphed LL one-shot faster than NCCL graphed on its symmetric memory and at most 4 us at
-// 8 B (all need distinct GPUs); the dispatcher within 10% of the best of your four at every size;
+// and the graphed LL one-shot faster than NCCL graphed on its symmetric memory and, on two GPUs, at
+// most 4 us at 8 B (all need distinct GPUs); the dispatcher within 10% of the best of your four at
+// every size, the two timed in turns;
 // and, on one GPU, the ring on {0, 0, 0, 0} at 256 MiB and above within 80% of the device's copy
 // speed for the bytes it moves.
 // Run it with: meson test -C build --benchmark --suite 07-all-reduce --verbose
@@ -55,11 +56,10 @@ struct Row {
   std::size_t bytes = 0;
   double ring = 0, one_shot = 0, one_kernel = 0, one_kernel_graphed = 0, ll_one_shot = 0, ll_graphed = 0;
   double dispatcher = 0;
+  // The dispatcher and the best of yours timed in turns (time_in_turns_with_the_best): the target's numbers.
+  double dispatcher_in_turns = 0, best_in_turns = 0;
+  const char* best_name = "";
   double nccl = 0, nccl_graphed = 0, nccl_symmetric = 0;
-  double best_of_yours() const {  // of the plain calls (the dispatcher's are plain)
-    const double best = std::min({ring, one_shot, one_kernel});
-    return ll_one_shot > 0 ? std::min(best, ll_one_shot) : best;
-  }
 };
 
 // The best of `timing`'s results: three of them below 1 MiB, where a call of a few us that the host
@@ -200,6 +200,39 @@ void print_time(double seconds) {
     std::printf(" %10.1f", seconds * 1e6);
 }
 
+// The dispatcher against the best of your four at this size, timed in turns: five rounds of one
+// timing of each, the best of each kept. Two timings of a call of a few us taken apart differ by
+// 10-20% as the host's pace drifts (the table's columns show it), more than the 10% the target
+// allows; in turns, the drift falls on both alike. The dispatcher that picks the best algorithm
+// runs the same kernels and differs by its choice alone.
+void time_in_turns_with_the_best(Setup& s, std::size_t count, Row& row) {
+  struct Candidate {
+    const char* name;
+    double seconds;
+    std::function<void()> call;
+  };
+  const std::vector<Candidate> yours = {
+      {"ring", row.ring, [&] { ring_all_reduce(s.workspace, s.buffers, count); }},
+      {"one-shot", row.one_shot, [&] { one_shot_all_reduce(s.workspace, s.buffers, count); }},
+      {"one-kernel", row.one_kernel, [&] { one_kernel_all_reduce(s.workspace, s.buffers, count); }},
+      {"LL one-shot", row.ll_one_shot, [&] { ll_one_shot_all_reduce(s.workspace, s.buffers, count); }}};
+  const Candidate* best = &yours.front();
+  for (const Candidate& c : yours)
+    if (c.seconds > 0 && c.seconds < best->seconds) best = &c;
+  const auto once = [&](const std::function<void()>& call) {
+    return course::seconds_per_call(
+        call, [&] { s.wait(); }, 3, iterations_for(row.bytes));
+  };
+  double dispatcher = once([&] { all_reduce(s.workspace, s.buffers, count); }), other = once(best->call);
+  for (int round = 1; round < (row.bytes < kMiB ? 5 : 2); ++round) {
+    dispatcher = std::min(dispatcher, once([&] { all_reduce(s.workspace, s.buffers, count); }));
+    other = std::min(other, once(best->call));
+  }
+  row.dispatcher_in_turns = dispatcher;
+  row.best_in_turns = other;
+  row.best_name = best->name;
+}
+
 // The table for one list of workers; returns its rows.
 std::vector<Row> sweep(Setup& s) {
   const int w = s.workspace.size();
@@ -240,6 +273,7 @@ std::vector<Row> sweep(Setup& s) {
       row.ll_graphed = s.time_graphed([&] { ll_one_shot_all_reduce(s.workspace, s.buffers, count); }, row.bytes);
     }
     row.dispatcher = s.time([&] { all_reduce(s.workspace, s.buffers, count); }, row.bytes);
+    time_in_turns_with_the_best(s, count, row);
     if (!s.comms.empty()) {
       row.nccl = s.time([&] { s.nccl_all_reduce(count, s.buffers); }, row.bytes);
       row.nccl_graphed = s.time_graphed([&] { s.nccl_all_reduce(count, s.buffers); }, row.bytes);
@@ -325,8 +359,8 @@ int targets(const Setup& s, const std::vector<Row>& rows) {
           course::size_label(r.bytes).c_str(), r.one_kernel * 1e6, r.nccl * 1e6, verdict(r.one_kernel < r.nccl),
           r.ll_one_shot * 1e6, verdict(r.ll_one_shot > 0 && r.ll_one_shot < r.nccl), r.ll_graphed * 1e6,
           symmetric ? "on symmetric memory" : "on plain buffers", ceiling * 1e6,
-          r.bytes == 8 ? ", and at most 4 us" : "",
-          verdict(r.ll_graphed > 0 && r.ll_graphed < ceiling && (r.bytes != 8 || r.ll_graphed <= 4e-6)),
+          r.bytes == 8 && w == 2 ? ", and at most 4 us on two GPUs" : "",
+          verdict(r.ll_graphed > 0 && r.ll_graphed < ceiling && (r.bytes != 8 || w != 2 || r.ll_graphed <= 4e-6)),
           r.one_kernel_graphed * 1e6);
     }
     if (rows.front().nccl_symmetric <= 0)
@@ -340,17 +374,16 @@ int targets(const Setup& s, const std::vector<Row>& rows) {
   }
   int dispatcher_fails = 0;
   for (const Row& r : rows) {
-    const double best = r.best_of_yours();
-    if (r.dispatcher > 1.1 * best) {
+    if (r.dispatcher_in_turns > 1.1 * r.best_in_turns) {
       ++dispatcher_fails;
       std::printf(
-          "  %s: dispatcher %.1f us, the best of ring, one-shot, one-kernel and LL one-shot %.1f us: more than 10%% "
-          "slower FAIL\n",
-          course::size_label(r.bytes).c_str(), r.dispatcher * 1e6, best * 1e6);
+          "  %s: dispatcher %.1f us, the best of yours (%s) %.1f us, timed in turns: more than 10%% slower FAIL\n",
+          course::size_label(r.bytes).c_str(), r.dispatcher_in_turns * 1e6, r.best_name, r.best_in_turns * 1e6);
     }
   }
   std::printf(
-      "  dispatcher within 10%% of the best of ring, one-shot, one-kernel and LL one-shot at all %zu sizes: %s\n",
+      "  dispatcher within 10%% of the best of ring, one-shot, one-kernel and LL one-shot at all %zu sizes (timed in "
+      "turns): %s\n",
       rows.size(), verdict(dispatcher_fails == 0));
   return failures;
 }

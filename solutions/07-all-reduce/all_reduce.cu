@@ -387,34 +387,48 @@ DeviceFacts device_facts(int device) {
   return facts;
 }
 
-}  // namespace
-
-int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
-  const std::size_t needed = std::max<std::size_t>(1, (count + 4 * kThreads - 1) / (4 * kThreads));
+// `needed` blocks, at most kMaxBlocks and at most what every GPU holds resident at once, shared by the
+// workers on it (resident_blocks(device): one block's share of a GPU for this kernel); at least 1.
+template <typename ResidentBlocks>
+int blocks_all_resident(const AllReduceWorkspace& workspace, std::size_t needed, ResidentBlocks resident_blocks) {
   int limit = kMaxBlocks;
   for (const Worker& worker : workspace.workers) {  // each GPU's resident blocks, shared by its workers
     const int sharing = static_cast<int>(std::count_if(workspace.workers.begin(), workspace.workers.end(),
                                                        [&](const Worker& w) { return w.device == worker.device; }));
-    limit = std::min(limit, device_facts(worker.device).resident_blocks / sharing);
+    limit = std::min(limit, resident_blocks(worker.device) / sharing);
   }
   return static_cast<int>(std::max<std::size_t>(1, std::min(needed, static_cast<std::size_t>(limit))));
 }
 
-void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream) {
-  // One launch, allowed to start before the kernel ahead of it ends (it waits inside for that one):
-  // back-to-back calls then overlap one kernel's launch with the previous kernel's last steps.
+// One launch of `kernel` on the current device, allowed to start before the kernel ahead of it on
+// `stream` ends (it waits inside for that one), where the GPU can (compute capability 9 and later).
+template <typename Args>
+void launch_early(void (*kernel)(Args), const Args& args, int blocks, int threads, cudaStream_t stream) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   cudaLaunchAttribute early{};
   early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(args.blocks));
-  config.blockDim = dim3(kThreads);
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
   config.stream = stream;
   config.attrs = &early;
   config.numAttrs = device_facts(device).early_launch ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, one_kernel, args));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args));
+}
+
+}  // namespace
+
+int one_kernel_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
+  const std::size_t needed = std::max<std::size_t>(1, (count + 4 * kThreads - 1) / (4 * kThreads));
+  return blocks_all_resident(workspace, needed, [](int device) { return device_facts(device).resident_blocks; });
+}
+
+void enqueue_one_kernel(const OneKernelArgs& args, cudaStream_t stream) {
+  // One launch, allowed to start before the kernel ahead of it ends (it waits inside for that one):
+  // back-to-back calls then overlap one kernel's launch with the previous kernel's last steps.
+  launch_early(one_kernel, args, args.blocks, kThreads, stream);
 }
 
 void one_kernel_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
@@ -601,29 +615,12 @@ int ll_resident_blocks(int device) {
 int ll_one_shot_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
   // Task 5: one block while its threads cover every line; then a line per thread, all resident.
   const std::size_t needed = std::max<std::size_t>(1, (ll_lines(count) + kLlThreads - 1) / kLlThreads);
-  int limit = kMaxBlocks;
-  for (const Worker& worker : workspace.workers) {
-    const int sharing = static_cast<int>(std::count_if(workspace.workers.begin(), workspace.workers.end(),
-                                                       [&](const Worker& w) { return w.device == worker.device; }));
-    limit = std::min(limit, ll_resident_blocks(worker.device) / sharing);
-  }
-  return static_cast<int>(std::max<std::size_t>(1, std::min(needed, static_cast<std::size_t>(limit))));
+  return blocks_all_resident(workspace, needed, ll_resident_blocks);
 }
 
 void enqueue_ll_one_shot(const LlOneShotArgs& args, cudaStream_t stream) {
   // Task 5: one launch, allowed to start before the kernel ahead of it ends (as task 4's).
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaLaunchAttribute early{};
-  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(args.blocks));
-  config.blockDim = dim3(kLlThreads);
-  config.stream = stream;
-  config.attrs = &early;
-  config.numAttrs = device_facts(device).early_launch ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, ll_one_shot_kernel, args));
+  launch_early(ll_one_shot_kernel, args, args.blocks, kLlThreads, stream);
 }
 
 void ll_one_shot_all_reduce(AllReduceWorkspace& workspace, std::span<float* const> buffers, std::size_t count,
