@@ -49,7 +49,8 @@ std::map<std::string, std::string> nvshmem_environment(const std::map<std::strin
       {"NCCL_NVLS_ENABLE", "0"},                 // nor in an NCCL that NVSHMEM may load
       {"NVSHMEM_REMOTE_TRANSPORT", "none"},      // one node: peers over NVLink or PCIe only, no InfiniBand
       {"NVSHMEM_SYMMETRIC_SIZE", "1073741824"},  // 1 GiB of symmetric heap per PE
-      {"NVSHMEM_BOOTSTRAP", "UID"},
+      // No NVSHMEM_BOOTSTRAP: start_nvshmem asks for the unique-id bootstrap itself (nvshmemx_init_attr's
+      // flag), as the demo does, which ran on two H100s where the tests' jobs with NVSHMEM_BOOTSTRAP=UID hung.
       {"NVSHMEM_DEBUG", "WARN"},  // NVSHMEM's own warnings reach mpirun's log, which a failed case shows
   };
   for (const auto& [name, value] : env) variables[name] = value;
