@@ -53,6 +53,8 @@ ALLOWED_C_NAMES = {
     "iswspace", "iswupper", "iswxdigit", "towlower", "towupper",
     "wcslen", "wcscmp", "wcsncmp", "wcscpy", "wcsncpy", "wmemcpy", "wmemmove", "wmemset", "wmemcmp", "wmemchr",
     "mbstowcs", "wcstombs", "mbrtowc", "wcrtomb", "mbrlen", "btowc", "wctob",
+    "__mbstowcs_chk", "__wcstombs_chk", "__wcrtomb_chk", "__wmemcpy_chk", "__wmemmove_chk", "__wmemset_chk",
+    "__wcscpy_chk", "__wcsncpy_chk",  # their _FORTIFY_SOURCE forms, as for memcpy above
     # Formatted output to the program's own stdout and stderr (no way to open another stream).
     "printf", "vprintf", "puts", "putchar", "fprintf", "vfprintf", "fputs", "fputc", "putc", "fwrite", "fflush",
     "snprintf", "vsnprintf", "sprintf", "vsprintf", "stdout", "stderr",
@@ -62,7 +64,9 @@ ALLOWED_C_NAMES = {
     "__errno_location", "abort", "__assert_fail", "__stack_chk_fail", "perror",
     "__libc_single_threaded",  # read by std::shared_ptr and std::string to skip atomics in a program with one thread
     # Who and where the process is, for an error message: the host's name, the process and thread ids.
-    "gethostname", "uname", "getpid", "getppid", "gettid", "sysconf", "get_nprocs", "get_nprocs_conf", "sched_getcpu",
+    # (__gethostname_chk: gethostname as _FORTIFY_SOURCE writes it where the buffer's size is known and
+    # the length is not, by default on Ubuntu's GCC: a correct file was refused for it on the GPU host.)
+    "gethostname", "__gethostname_chk", "uname", "getpid", "getppid", "gettid", "sysconf", "get_nprocs", "get_nprocs_conf", "sched_getcpu",
     "clock_gettime", "clock", "time", "gettimeofday", "nanosleep", "usleep", "sleep", "sched_yield",
     "clock_nanosleep", "clock_getres", "gmtime", "gmtime_r", "difftime", "timespec_get",  # UTC: no time zone read
     # Threads: what std::thread, std::mutex and std::condition_variable inline into the caller.

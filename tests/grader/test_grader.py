@@ -1099,6 +1099,19 @@ class AllowlistObjectTests(unittest.TestCase):
             obj = self.compile(source, "-fstack-protector-all", level=level, name="protected_table.cpp")
             self.assertEqual(self.problems(obj), "", level)
 
+    def test_a_fortified_gethostname_is_accepted(self):
+        # Ubuntu's GCC defines _FORTIFY_SOURCE by default: gethostname into an array of known size with
+        # a length known only at run time becomes __gethostname_chk, a correct file refused on the GPU
+        # host (GCC 13.3); a lesson-07 corpus file puts the host's name into its error messages so.
+        source = ("#include <unistd.h>\n#include <cstddef>\n"
+                  "int host_initial(std::size_t length) {\n  char name[256];\n"
+                  "  if (gethostname(name, length) != 0) return -1;\n"
+                  "  return name[0];\n}\n")
+        obj = self.compile(source, "-D_FORTIFY_SOURCE=2", name="fortified_hostname.cpp")
+        self.assertIn("__gethostname_chk", subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True,
+                                                          check=True).stdout)
+        self.assertEqual(self.problems(obj), "")
+
     def test_everyday_cxx_is_accepted_optimised_or_not(self):
         for level in ("-O2", "-O0"):
             self.assertEqual(self.problems(self.compiled("accepted_stdlib.cpp", level)), "", level)
