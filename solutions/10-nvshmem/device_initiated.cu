@@ -41,16 +41,20 @@ namespace {
 }
 
 // Waits until the signal word *signal (of this PE) is >= value; false when `patience_ns` passed first.
-// nvshmem_uint64_test, unlike a plain load, makes what the put before the signal wrote visible once the
-// signal is seen (as nvshmem_signal_wait_until does, which never gives up).
+// The data a put-with-signal delivers arrives before its signal. Seeing the signal is a read: the fence
+// after it (at system scope: the signal came from another GPU) orders this thread's later reads, and the
+// barriers after it (__syncthreads, a grid's sync) those of the threads that read the data, after the
+// data the signal covers (nvshmem_signal_wait_until, which never gives up, ends the same way).
 [[maybe_unused]] __device__ bool wait_for_signal(std::uint64_t* signal, std::uint64_t value, long long patience_ns) {
-  if (nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) return true;
-  const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
-  while (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
-    const auto waited = cuda::std::chrono::system_clock::now() - start;
-    if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return false;
-    if (waited > cuda::std::chrono::microseconds(20)) __nanosleep(200);
+  if (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
+    const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
+    while (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
+      const auto waited = cuda::std::chrono::system_clock::now() - start;
+      if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return false;
+      if (waited > cuda::std::chrono::microseconds(20)) __nanosleep(200);
+    }
   }
+  __threadfence_system();
   return true;
 }
 
