@@ -12,6 +12,7 @@
 #include <exception>
 #include <vector>
 
+#include "common/check.h"
 #include "device_initiated.h"
 
 int main(int argc, char** argv) {
@@ -59,6 +60,30 @@ int main(int argc, char** argv) {
                 session.pe, block.rows.begin, block.rows.end, centre, expected,
                 centre == expected ? "" : "  DIFFERENT");
     lesson10::close_block(session, block);
+
+    // Every PE gives 1, 2, 3 and 4 times its number plus one; every PE gets the same four sums.
+    constexpr std::size_t kCount = 4;
+    lesson10::AllReduceWorkspace sums = lesson10::open_all_reduce(session, kCount);
+    std::vector<float> mine(kCount), got(kCount, -1.0f);
+    for (std::size_t i = 0; i < kCount; ++i) mine[i] = static_cast<float>((i + 1) * (session.pe + 1));
+    float* input = nullptr;
+    float* output = nullptr;
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaSetDevice(session.device));
+    CUDA_CHECK(cudaMalloc(&input, kCount * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&output, kCount * sizeof(float)));
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    CUDA_CHECK(cudaMemcpy(input, mine.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+    lesson10::device_all_reduce(sums, input, output, kCount, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaMemcpy(got.data(), output, kCount * sizeof(float), cudaMemcpyDeviceToHost));
+    const float ones = static_cast<float>(session.pes * (session.pes + 1) / 2);  // 1 + 2 + ... + pes
+    std::printf("PE %d: all-reduce of {1, 2, 3, 4} x (PE + 1) gives {%g, %g, %g, %g} (expected {%g, %g, %g, %g})\n",
+                session.pe, got[0], got[1], got[2], got[3], ones, 2 * ones, 3 * ones, 4 * ones);
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    CUDA_CHECK(cudaFree(input));
+    CUDA_CHECK(cudaFree(output));
+    lesson10::close_all_reduce(sums);
   } catch (const std::exception& error) {
     std::printf("PE %d: %s\n", session.pe, error.what());
     status = 1;
