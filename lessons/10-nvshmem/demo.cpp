@@ -59,6 +59,23 @@ int main(int argc, char** argv) {
     std::printf("PE %d: rows [%zu, %zu), after 100 sweeps the middle of its block holds %g (the CPU: %g)%s\n",
                 session.pe, block.rows.begin, block.rows.end, centre, expected,
                 centre == expected ? "" : "  DIFFERENT");
+    // The halos after the run: the neighbours' boundary rows of the last sweep, which the CPU's grid
+    // holds at rows.begin - 1 and rows.end; and the four signal words (sweep numbers) that said so.
+    for (const std::size_t local : {std::size_t{0}, block.rows.size() + 1}) {
+      std::vector<float> halo(n);
+      cudaMemcpy(halo.data(), block.current.data + local * n, n * sizeof(float), cudaMemcpyDeviceToHost);
+      const float* truth = cpu.data() + (block.rows.begin + local - 1) * n;
+      std::size_t differ = 0;
+      for (std::size_t x = 0; x < n; ++x) differ += halo[x] != truth[x] ? 1 : 0;
+      std::printf("PE %d: halo %s (grid row %zu): %zu of %zu floats differ from the CPU's\n", session.pe,
+                  local == 0 ? "above" : "below", block.rows.begin + local - 1, differ, n);
+    }
+    std::uint64_t signals[lesson10::kJacobiSignals] = {};
+    cudaMemcpy(signals, block.signals, sizeof signals, cudaMemcpyDeviceToHost);
+    std::printf("PE %d: signal words %llu %llu %llu %llu after %llu sweeps\n", session.pe,
+                static_cast<unsigned long long>(signals[0]), static_cast<unsigned long long>(signals[1]),
+                static_cast<unsigned long long>(signals[2]), static_cast<unsigned long long>(signals[3]),
+                static_cast<unsigned long long>(block.sweeps));
     lesson10::close_block(session, block);
 
     // Every PE gives 1, 2, 3 and 4 times its number plus one; every PE gets the same four sums.
