@@ -180,10 +180,4 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
   return result;
 }
 
-int meson_exit_code(const CaseCounts& cases) {
-  if (cases.failed > 0) return 1;
-  if (cases.passed > 0) return 0;
-  return cases.skipped > 0 ? 77 : 2;
-}
-
 }  // namespace course::testing

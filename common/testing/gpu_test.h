@@ -77,17 +77,4 @@ ChildResult run_child_case(const std::string& case_name, const std::map<std::str
 // $COURSE_CHILD_OUTPUT. Defined in rank_launcher.cpp, part of common_lib: a benchmark's ranks use it too.
 void write_child_output(const std::string& text);
 
-// The run's test cases by outcome, as Catch2 counts them (TestRunStats::totals.testCases).
-struct CaseCounts {
-  std::uint64_t passed = 0;
-  std::uint64_t failed = 0;
-  std::uint64_t skipped = 0;
-};
-
-// The exit code for Meson, from the run's own counts rather than Catch2's exit code (before
-// Catch2 3.7.1 that was the number of failed assertions, so 4 failures read as "all skipped"):
-// 1 when a case failed, 77 when every case that ran was skipped, 2 when no case ran (no test
-// case matched the filter), 0 otherwise.
-int meson_exit_code(const CaseCounts& cases);
-
 }  // namespace course::testing

@@ -31,25 +31,9 @@ class BackToDeviceZero : public Catch::EventListenerBase {
   }
 };
 
-// Keeps the run's counts of cases, from which main() makes its exit code. Listing the cases
-// (--list-tests) runs none, and then Catch2's own exit code stands.
-course::testing::CaseCounts run_counts;
-bool run_ended = false;
-
-class CountCases : public Catch::EventListenerBase {
- public:
-  using Catch::EventListenerBase::EventListenerBase;
-  void testRunEnded(const Catch::TestRunStats& stats) override {
-    const auto& cases = stats.totals.testCases;
-    run_counts = {cases.passed + cases.failedButOk, cases.failed, cases.skipped};
-    run_ended = true;
-  }
-};
-
 }  // namespace
 
 CATCH_REGISTER_LISTENER(BackToDeviceZero)
-CATCH_REGISTER_LISTENER(CountCases)
 
 int main(int argc, char** argv) {
   // Streams share the device's hardware work queues, given out in turn as streams are made: 8 of
@@ -70,8 +54,7 @@ int main(int argc, char** argv) {
   if (!listing && std::getenv("COURSE_CHILD_OUTPUT") == nullptr) {
     std::cerr << course::testing::gpu_inventory() << std::flush;
   }
-  const int catch2_exit_code = session.run();  // depends on Catch2's version; the counts do not
-  const int exit_code = run_ended ? course::testing::meson_exit_code(run_counts) : catch2_exit_code;
+  const int exit_code = course::testing::run_exit_code(session.run());
   course::testing::close_result_channel(exit_code);  // the last record: the run ended as it says
   return exit_code;
 }

@@ -30,12 +30,14 @@ namespace {
 
 constexpr std::size_t kMessageLimit = 2000;  // characters of a failure message kept in a record
 
-int g_fd = -1;                         // the channel's descriptor, -1 when closed
-std::string g_token;                   // the grader's token, repeated in every record
-unsigned long g_sequence = 0;          // the number of the last record written
-unsigned long g_results = 0;           // the results written (the closing record says how many)
-std::atomic<bool> g_forged{false};     // a control exception was thrown that Catch2 did not mean
-thread_local bool t_control_expected;  // Catch2 just reported a failure or a skip on this thread
+int g_fd = -1;                             // the channel's descriptor, -1 when closed
+std::string g_token;                       // the grader's token, repeated in every record
+unsigned long g_sequence = 0;              // the number of the last record written
+course::testing::CaseCounts g_run_counts;  // the run's cases, once it ended (g_run_ended)
+bool g_run_ended = false;                  // the run ended (a listing of the cases runs none)
+unsigned long g_results = 0;               // the results written (the closing record says how many)
+std::atomic<bool> g_forged{false};         // a control exception was thrown that Catch2 did not mean
+thread_local bool t_control_expected;      // Catch2 just reported a failure or a skip on this thread
 // The control exceptions Catch2 threw on this thread in the running case (their objects):
 // every other one that a handler catches was made by someone else.
 thread_local std::vector<const void*> t_genuine;
@@ -115,6 +117,12 @@ std::string describe_failure(const Catch::AssertionStats& stats) {
 class ResultChannelListener : public Catch::EventListenerBase {
  public:
   using Catch::EventListenerBase::EventListenerBase;
+
+  void testRunEnded(const Catch::TestRunStats& stats) override {
+    const auto& cases = stats.totals.testCases;
+    g_run_counts = {cases.passed + cases.failedButOk, cases.failed, cases.skipped};
+    g_run_ended = true;
+  }
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     first_failure_.clear();
@@ -284,6 +292,16 @@ bool open_result_channel(int argc, char** argv) {
   close(static_cast<int>(fd));
   g_fd = moved;
   return true;
+}
+
+int meson_exit_code(const CaseCounts& cases) {
+  if (cases.failed > 0) return 1;
+  if (cases.passed > 0) return 0;
+  return cases.skipped > 0 ? 77 : 2;
+}
+
+int run_exit_code(int catch2_exit_code) {
+  return g_run_ended ? meson_exit_code(g_run_counts) : catch2_exit_code;
 }
 
 void close_result_channel(int exit_code) {

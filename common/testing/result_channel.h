@@ -22,6 +22,8 @@
 // tests/grader/README.md explains why this, with the grader's symbol checks, can be trusted.
 #pragma once
 
+#include <cstdint>
+
 namespace course::testing {
 
 // Call first thing in main(), with main's arguments, before any test runs. Returns false
@@ -33,5 +35,23 @@ bool open_result_channel(int argc, char** argv);
 // number of results written, and `exit_code`) and closes the channel. A run that ends any
 // other way (a signal, std::exit, a hang) has no closing record, and none of its results count.
 void close_result_channel(int exit_code);
+
+// The run's test cases by outcome, as Catch2 counts them (TestRunStats::totals.testCases).
+struct CaseCounts {
+  std::uint64_t passed = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t skipped = 0;
+};
+
+// The exit code for Meson, from the run's own counts rather than Catch2's exit code (before
+// Catch2 3.7.1 that was the number of failed assertions, so 4 failures read as "all skipped"):
+// 1 when a case failed, 77 when every case that ran was skipped, 2 when no case ran (no test
+// case matched the filter), 0 otherwise.
+int meson_exit_code(const CaseCounts& cases);
+
+// main()'s exit code once Catch2's session has run: meson_exit_code of the cases the run counted
+// (the channel's listener counts them as the run ends), or `catch2_exit_code` where no run ended
+// (a listing of the cases runs none). Pass it to close_result_channel and return it.
+int run_exit_code(int catch2_exit_code);
 
 }  // namespace course::testing

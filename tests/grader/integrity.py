@@ -496,11 +496,18 @@ _SYSCALL_WINDOW = 16  # instructions between the number and the call, at most
 def only_allowed_system_calls(obj: Path) -> bool:
     """True when every reference to syscall() in `obj` is a direct call (or jump) shortly after
     the compiler loaded a number of policy.ALLOWED_SYSTEM_CALLS into the first argument, with
-    nothing in between that touches that register, branches, or is a branch's target, in a
-    function without a jump table. libstdc++ inlines its futex wait and notify that way
-    (std::atomic::wait, std::latch, std::barrier, std::counting_semaphore, std::jthread)."""
+    nothing in between that touches that register, branches, or is where a branch can land: a
+    direct branch's target, or a place whose address the object holds (a jump table's entry, a
+    pointer to code, an address taken with lea), which an indirect jump or call can reach.
+    libstdc++ inlines its futex wait and notify that way (std::atomic::wait, std::latch,
+    std::barrier, std::counting_semaphore, std::jthread); a switch's jump table or a call through
+    a pointer elsewhere in the same function is fine (a correct file was refused for either while
+    any indirect jump in the function refused the call). Where the object holds code addresses
+    this cannot place (a jump table whose start it cannot find), any indirect jump in the function
+    refuses it, as before."""
     elf = ElfObject(obj)
     code = disassembly(obj)
+    landings = _indirect_landings(elf, code)
     found = False
     for section, relocations in elf.relocations.items():
         uses = [relocation for relocation in relocations if relocation.target == "syscall"]
@@ -516,9 +523,15 @@ def only_allowed_system_calls(obj: Path) -> bool:
                     not re.match(r"(?:call|jmp)\s", instructions[index][1]):
                 return False  # its address taken, or not a direct call
             function = elf.function_at(section, starts[index])
-            if function is None or any(re.search(r"(?:^|\s)jmp\s+\*", text) for address, text in instructions
-                                       if function.value <= address < function.value + max(function.size, 1)):
+            if function is None:
                 return False
+            reachable = landings.get(section)
+            if reachable is None:  # code addresses this cannot place: no indirect jump in the function
+                if any(_INDIRECT_BRANCH.search(text) for address, text in instructions
+                       if function.value <= address < function.value + max(function.size, 1)):
+                    return False
+                reachable = set()
+            targets_here = targets | reachable
             number = None
             for back in range(index, max(index - _SYSCALL_WINDOW, 0) - 1, -1):
                 if back < index:
@@ -528,11 +541,68 @@ def only_allowed_system_calls(obj: Path) -> bool:
                         break
                     if _FIRST_ARGUMENT.search(instructions[back][1]) or _CONTROL.match(instructions[back][1]):
                         return False
-                if starts[back] in targets:
-                    return False  # a branch lands between the number and the call
+                if starts[back] in targets_here:
+                    return False  # a branch lands between the number and the call, or on the call
             if number not in policy.ALLOWED_SYSTEM_CALLS:
                 return False
     return found
+
+
+_RIP_TARGET = re.compile(r"\(%rip\).*#\s*([0-9a-f]+)\s*<")
+_ABSOLUTE = ("R_X86_64_64", "R_X86_64_32", "R_X86_64_32S")
+_RELATIVE = ("R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_PC64")
+
+
+def _indirect_landings(elf: ElfObject, code: dict[str, list[tuple[int, str]]]) -> dict[str, set[int] | None]:
+    """{code section: the offsets in it whose address the object holds} (None for a section where
+    some cannot be placed): what an indirect jump or call can reach without address arithmetic.
+    Three sources: a relocation to the section from any section but the debugging information
+    (a pointer to a function or a label; a jump table's entry), and a rip-relative address within
+    the section that the assembler resolved itself (lea of a label of the same section, as for
+    GCC's `&&label`). GCC's jump tables of position-independent code hold entry - table: the
+    entry's relocation to the section carries the target plus the entry's distance from the table,
+    whose start is where the code's lea of the table points."""
+    def place(relocation: Relocation) -> tuple[str, int] | None:  # (section, offset) it refers to
+        if relocation.target in elf.sections:
+            return relocation.target, relocation.addend
+        symbol = elf.symbol(relocation.target)
+        return (symbol.section, symbol.value + relocation.addend) if symbol is not None else None
+
+    landings: dict[str, set[int] | None] = {section: set() for section in code}
+    tables: dict[str, list[int]] = {}  # data section -> the starts of the tables the code loads
+    for section in code:
+        for relocation in elf.relocations.get(section, []):
+            where = place(relocation)
+            if where is not None and where[0] not in code and relocation.kind in _RELATIVE:
+                tables.setdefault(where[0], []).append(where[1] + 4)
+    for section, relocations in elf.relocations.items():
+        if section.startswith(".debug") or section == ".eh_frame":
+            continue  # where the debugger and the unwinder read code addresses: never jumped to
+        in_code = section in code
+        starts = sorted(tables.get(section, []))
+        for relocation in relocations:
+            where = place(relocation)
+            if where is None or where[0] not in code or landings.get(where[0]) is None:
+                continue
+            into, value = where
+            if relocation.kind in _ABSOLUTE:
+                landings[into].add(value)
+            elif in_code:
+                landings[into].add(value + 4)  # rip-relative: the field ends the instruction
+            else:  # a jump table's entry: target - table
+                base = bisect.bisect_right(starts, relocation.offset) - 1
+                if base < 0:
+                    landings[into] = None
+                else:
+                    landings[into].add(value - (relocation.offset - starts[base]))
+    for section, instructions in code.items():
+        placed = {relocation.offset for relocation in elf.relocations.get(section, [])}
+        for index, (address, text) in enumerate(instructions):
+            rip = _RIP_TARGET.search(text)
+            end = instructions[index + 1][0] if index + 1 < len(instructions) else address + 16
+            if rip and landings.get(section) is not None and not any(address <= at < end for at in placed):
+                landings[section].add(int(rip.group(1), 16))
+    return landings
 
 
 def referred_to(obj: Path, name: str) -> bool:
@@ -677,8 +747,11 @@ def check_listing(text: str, cuda: bool) -> list[tuple[str, str]]:
         if not rest.strip():
             continue
         place = _ASM_PLACE.search(rest)
+        instructions = [line.strip() for line in rest.splitlines() if line.strip() and not line.startswith("# ")]
+        if not instructions or (place and len(instructions) == 1 and instructions[0] in policy.HARMLESS_HOST_ASM):
+            continue  # inside a function: a hint alone (CCCL's spin-wait `pause`)
         where = f" at {Path(place.group(2)).name}:{place.group(1)}" if place else " at file scope"
-        first = next(line.strip() for line in rest.splitlines() if line.strip() and not line.startswith("# "))
+        first = instructions[0]
         problems.append((f"holds an asm statement{where} ({first[:60]})",
                          "no asm in host code: write C++ (asm inside a __device__ function is fine)"))
     if fatbins > 1:

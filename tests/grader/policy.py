@@ -35,14 +35,19 @@ REFUSED_HEADER_FOLDERS = ("catch2",)
 
 # C functions and objects, by exact name. Each group says why it is here.
 ALLOWED_C_NAMES = {
-    # Memory and strings (and glibc's checked variants that _FORTIFY_SOURCE turns them into).
+    # Memory and strings.
     "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign",
-    "memcpy", "memmove", "memset", "memcmp", "memchr", "__memcpy_chk", "__memmove_chk", "__memset_chk",
+    "memcpy", "memmove", "memset", "memcmp", "memchr",
     "strlen", "strnlen", "strcmp", "strncmp", "strcpy", "strncpy", "strcat", "strncat", "strchr", "strrchr",
-    "strstr", "strspn", "strcspn", "strerror", "strdup", "strtok", "strtok_r", "__strcpy_chk", "__strncpy_chk", "__strcat_chk",
+    "strstr", "strspn", "strcspn", "strerror", "strdup", "strtok", "strtok_r",
     "strtol", "strtoll", "strtoul", "strtoull", "strtod", "strtof", "strtold", "atoi", "atol", "atoll", "atof",
     "__isoc23_strtol", "__isoc23_strtoll", "__isoc23_strtoul", "__isoc23_strtoull",
-    "stpcpy", "mempcpy", "__stpcpy_chk", "__mempcpy_chk", "__strncat_chk",
+    "strtoimax", "strtoumax", "__isoc23_strtoimax", "__isoc23_strtoumax", "imaxabs", "imaxdiv",  # <cinttypes>
+    # Wide strings: std::to_wstring (vswprintf), std::stoi of a std::wstring (wcstol), <cwchar>'s conversions.
+    "wcstol", "wcstoll", "wcstoul", "wcstoull", "wcstod", "wcstof", "wcstold", "wcstoimax", "wcstoumax",
+    "__isoc23_wcstol", "__isoc23_wcstoll", "__isoc23_wcstoul", "__isoc23_wcstoull", "__isoc23_wcstoimax",
+    "__isoc23_wcstoumax", "swprintf", "vswprintf",
+    "stpcpy", "mempcpy",
     "sscanf", "vsscanf", "__isoc99_sscanf", "__isoc99_vsscanf", "__isoc23_sscanf", "__isoc23_vsscanf",  # from a string
     "abs", "labs", "llabs", "div", "ldiv", "lldiv", "qsort", "bsearch", "rand", "srand", "rand_r",
     "strcasecmp", "strncasecmp", "memrchr", "strerror_r", "__xpg_strerror_r", "strsignal",
@@ -53,20 +58,18 @@ ALLOWED_C_NAMES = {
     "iswspace", "iswupper", "iswxdigit", "towlower", "towupper",
     "wcslen", "wcscmp", "wcsncmp", "wcscpy", "wcsncpy", "wmemcpy", "wmemmove", "wmemset", "wmemcmp", "wmemchr",
     "mbstowcs", "wcstombs", "mbrtowc", "wcrtomb", "mbrlen", "btowc", "wctob",
-    "__mbstowcs_chk", "__wcstombs_chk", "__wcrtomb_chk", "__wmemcpy_chk", "__wmemmove_chk", "__wmemset_chk",
-    "__wcscpy_chk", "__wcsncpy_chk",  # their _FORTIFY_SOURCE forms, as for memcpy above
     # Formatted output to the program's own stdout and stderr (no way to open another stream).
     "printf", "vprintf", "puts", "putchar", "fprintf", "vfprintf", "fputs", "fputc", "putc", "fwrite", "fflush",
     "snprintf", "vsnprintf", "sprintf", "vsprintf", "stdout", "stderr",
-    "__printf_chk", "__fprintf_chk", "__vprintf_chk", "__vfprintf_chk", "__snprintf_chk", "__vsnprintf_chk",
-    "__sprintf_chk", "__vsprintf_chk",
+    "setvbuf", "setbuf", "setlinebuf",  # their buffering (unbuffered debugging output)
     # Errors, failures and time.
     "__errno_location", "abort", "__assert_fail", "__stack_chk_fail", "perror",
+    # <cfenv>: the floating-point environment of the calling thread (rounding mode, exception flags).
+    "feclearexcept", "fegetexceptflag", "feraiseexcept", "fesetexceptflag", "fetestexcept", "fegetround",
+    "fesetround", "fegetenv", "feholdexcept", "fesetenv", "feupdateenv",
     "__libc_single_threaded",  # read by std::shared_ptr and std::string to skip atomics in a program with one thread
     # Who and where the process is, for an error message: the host's name, the process and thread ids.
-    # (__gethostname_chk: gethostname as _FORTIFY_SOURCE writes it where the buffer's size is known and
-    # the length is not, by default on Ubuntu's GCC: a correct file was refused for it on the GPU host.)
-    "gethostname", "__gethostname_chk", "uname", "getpid", "getppid", "gettid", "sysconf", "get_nprocs", "get_nprocs_conf", "sched_getcpu",
+    "gethostname", "uname", "getpid", "getppid", "gettid", "sysconf", "get_nprocs", "get_nprocs_conf", "sched_getcpu",
     "clock_gettime", "clock", "time", "gettimeofday", "nanosleep", "usleep", "sleep", "sched_yield",
     "clock_nanosleep", "clock_getres", "gmtime", "gmtime_r", "difftime", "timespec_get",  # UTC: no time zone read
     # Threads: what std::thread, std::mutex and std::condition_variable inline into the caller.
@@ -78,6 +81,8 @@ ALLOWED_C_NAMES = {
     "pthread_key_create", "pthread_key_delete", "pthread_getspecific", "pthread_setspecific",
     "__pthread_key_create", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_unlock",
     "pthread_rwlock_init", "pthread_rwlock_destroy", "pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
+    "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock", "pthread_rwlock_timedrdlock",
+    "pthread_rwlock_timedwrlock",  # std::shared_timed_mutex's try_lock_for/_until, shared or not
     "pthread_setname_np", "pthread_getname_np",  # a thread's name, as a debugger or top shows it
     "pthread_attr_init", "pthread_attr_destroy", "pthread_attr_setstacksize", "pthread_attr_getstacksize",
     "pthread_setaffinity_np", "pthread_getaffinity_np", "sched_getaffinity", "sched_setaffinity",
@@ -94,12 +99,20 @@ ALLOWED_C_NAMES = {
     "__cxa_atexit", "atexit", "__cxa_pure_virtual", "__cxa_deleted_virtual", "__cxa_bad_cast", "__cxa_bad_typeid",
     "__cxa_throw_bad_array_new_length", "__cxa_call_terminate", "__cxa_call_unexpected", "__cxa_thread_atexit",
     "__gxx_personality_v0", "_Unwind_Resume", "__dynamic_cast", "__tls_get_addr",
+    "__cxa_demangle",  # abi::__cxa_demangle: a type's name as written, for a message
     # NVTX's injection loader compiled out (tests/meson.build) still names dlclose in an unoptimised
     # build: it releases only what dlopen returned, and dlopen stays refused.
     "dlclose",
     # The linker's and the compiler's own.
     "_GLOBAL_OFFSET_TABLE_", "__dso_handle",
 }
+
+# glibc's checked form of each function above, __NAME_chk, where it has one: what _FORTIFY_SOURCE
+# (on by default in Ubuntu's GCC, the GPU hosts' compiler) makes of a call whose buffer's size it
+# knows (memcpy, printf, gethostname, ...): the same call with a bounds check that aborts. Derived
+# here, not listed, so that no allowed function is refused in its fortified form: a correct file was,
+# for __gethostname_chk, on the GPU host.
+ALLOWED_C_NAMES |= {f"__{name}_chk" for name in ALLOWED_C_NAMES if not name.startswith("_")}
 
 # libm: these functions with their float (f) and long double (l) variants.
 _MATH = ("sqrt", "cbrt", "hypot", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
@@ -126,6 +139,12 @@ ALLOWED_C_NAMES |= {
     "__extendhfsf2", "__extendhfdf2", "__truncsfhf2", "__truncdfhf2", "__fixsfti", "__fixdfti", "__fixxfti",
     "__fixunssfti", "__fixunsdfti", "__fixunsxfti", "__floattisf", "__floattidf", "__floattixf", "__floatuntisf",
     "__floatuntidf", "__floatuntixf",
+    # __float128 (TFmode) in software: GCC 13's <format> compares and converts one in every std::format.
+    "__addtf3", "__subtf3", "__multf3", "__divtf3", "__negtf2", "__eqtf2", "__netf2", "__getf2", "__gttf2",
+    "__letf2", "__lttf2", "__unordtf2", "__cmptf2", "__extendsftf2", "__extenddftf2", "__extendxftf2",
+    "__trunctfsf2", "__trunctfdf2", "__trunctfxf2", "__fixtfsi", "__fixtfdi", "__fixtfti", "__fixunstfsi",
+    "__fixunstfdi", "__fixunstfti", "__floatsitf", "__floatditf", "__floattitf", "__floatunsitf", "__floatunditf",
+    "__floatuntitf", "__powitf2", "__multc3", "__divtc3",
 }
 
 # libc's syscall() with these numbers only (integrity.only_allowed_system_calls reads each call's
@@ -219,6 +238,12 @@ HEADER_ASM = ("\t.globl _ZSt21ios_base_library_initv\n",)
 # relocation refers to them).
 DECLARED_BY_HEADER_ASM = {"_ZSt21ios_base_library_initv"}
 
+# An asm statement inside a host function whose only instruction is one of these: a hint to the
+# processor with no effect on memory, registers or control (integrity.check_listing). CCCL's host-side
+# waits (cuda::std::latch, cuda::std::counting_semaphore, cuda::std::atomic<T>::wait) spin with
+# `pause` (cuda/std/__thread/threading_support.h), as a student's own spin loop may.
+HARMLESS_HOST_ASM = {"pause"}
+
 # The kinds of special symbol the compiler makes for a type: allowed when the type is.
 TYPE_SYMBOL_KINDS = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ", "construction vtable for ")
 # What every object that uses RTTI or exceptions of class type refers to; and the type of a
@@ -257,6 +282,8 @@ INSTEAD = {
     "ctime": "print durations with std::chrono (local time reads the environment and files)",
     "localtime": "print durations with std::chrono (local time reads the environment and files)",
     "localtime_r": "print durations with std::chrono (local time reads the environment and files)",
+    "mktime": "use std::chrono (mktime reads the local time zone from the environment and files), or gmtime_r "
+              "for a calendar time in UTC",
     "cudaGetDriverEntryPoint": "call the CUDA runtime function (cuda...) itself",
     "cudaGetDriverEntryPointByVersion": "call the CUDA runtime function (cuda...) itself",
     "syscall": "use the C++ library (std::thread, std::atomic, ...); of syscall() only the futex of <atomic>'s "

@@ -980,6 +980,8 @@ class AllowlistObjectTests(unittest.TestCase):
         cls.objects: dict[tuple, Path | str] = {}
         nvtx, mpi = nvtx_include(), mpi_include()
         jobs = [("accepted_stdlib.cpp", (), "-O2"), ("accepted_stdlib.cpp", (), "-O0"),
+                ("accepted_probed.cpp", (), "-O2"), ("accepted_probed.cpp", (), "-O0"),
+                ("refused_jump_into_syscall.cpp", (), "-O2"),
                 ("refused_outside.cpp", (), "-O2"), ("refused_handmade_exception.cpp", (), "-O2"),
                 ("global_function_table.cpp", (), "-O2")]
         if nvtx:
@@ -1116,6 +1118,51 @@ class AllowlistObjectTests(unittest.TestCase):
         for level in ("-O2", "-O0"):
             self.assertEqual(self.problems(self.compiled("accepted_stdlib.cpp", level)), "", level)
 
+    def test_what_probing_found_refused_is_accepted(self):
+        # Issue 43: correct idioms a probe of GCC 12 and 13 found refused: a futex wait or wake beside a
+        # switch's jump table or a call through a pointer, std::shared_timed_mutex's timed locks,
+        # setvbuf, abi::__cxa_demangle, std::to_wstring, std::strtoimax, <cfenv>.
+        for level in ("-O2", "-O0"):
+            self.assertEqual(self.problems(self.compiled("accepted_probed.cpp", level)), "", level)
+        obj = self.compiled("accepted_probed.cpp")
+        code = subprocess.run(["objdump", "-d", str(obj)], capture_output=True, text=True, check=True).stdout
+        self.assertRegex(code, r"jmp\s+\*%r", "no indirect jump next to the futex: the case proves nothing")
+        self.assertIn("syscall", subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True).stdout)
+
+    def test_names_only_other_compilers_emit_for_correct_code_are_accepted(self):
+        # What GCC 13 makes of correct code and GCC 12 cannot show here: <format>'s __float128
+        # comparisons (every std::format), the ISO C23 names of the strto* family.
+        import integrity
+        for name in ("__unordtf2", "__gttf2", "__lttf2", "__eqtf2", "__extenddftf2", "__trunctfdf2",
+                     "__isoc23_strtoimax", "__isoc23_wcstol", "pthread_rwlock_clockwrlock", "__vswprintf_chk"):
+            self.assertEqual(integrity.reference_refused(name, name), "", name)
+
+    def test_a_spin_hint_alone_is_the_only_asm_allowed_in_host_code(self):
+        # CCCL's host-side waits (cuda::std::latch, cuda::std::counting_semaphore, atomic wait) spin
+        # with asm("pause"); anything more in the statement, or at file scope, stays refused.
+        import integrity
+        place = '#APP\n# 57 "/usr/local/cuda/include/cccl/cuda/std/__thread/threading_support.h" 1\n'
+        self.assertEqual(integrity.check_listing(place + "\tpause\n# 0 \"\" 2\n#NO_APP\n", False), [])
+        for body in ("\tpause\n\tsyscall\n", "\tpause; syscall\n", "\tnop\n", "\tpause\n\t.byte 0x0f,0x05\n"):
+            self.assertNotEqual(integrity.check_listing(place + body + '# 0 "" 2\n#NO_APP\n', False), [], body)
+        self.assertNotEqual(integrity.check_listing("#APP\n\tpause\n#NO_APP\n", False), [])  # file scope
+        cccl = [root / "include" / "cccl" for root in integrity.cuda_roots()
+                if (root / "include" / "cccl" / "cuda" / "std" / "latch").is_file()]
+        if not cccl:
+            self.skipTest("no CCCL headers (CUDA Toolkit 13) on this machine")
+        source = ("#include <cuda/std/atomic>\n#include <cuda/std/latch>\n#include <cuda/std/semaphore>\n"
+                  "#include <thread>\n"
+                  "int cccl_waits(int n) {\n  cuda::std::latch done(n);\n"
+                  "  cuda::std::counting_semaphore<4> slots(2);\n  cuda::std::atomic<int> flag{0};\n"
+                  "  std::thread t([&] { slots.acquire(); flag.store(1); flag.notify_all(); slots.release();"
+                  " done.count_down(n); });\n"
+                  "  flag.wait(0);\n  done.wait();\n  t.join();\n  return flag.load();\n}\n")
+        obj = self.compile(source, f"-I{cccl[0]}", f"-I{cccl[0].parent}", name="cccl_waits.cpp")
+        listing = next(self.folder.glob("cccl_waits*.s"))  # -save-temps: what check_listing reads
+        self.assertIn("\tpause\n", listing.read_text())
+        self.assertEqual(integrity.check_listing(listing.read_text(), False), [])
+        self.assertEqual(self.problems(obj), "")
+
     def test_nvtx_with_the_course_flags_is_accepted(self):
         self.assertIn("-DNVTX_SUPPORT_DYNAMIC_INJECTION_LIBRARY=0", course_nvtx_flags())
         for level in ("-O2", "-O0"):
@@ -1133,6 +1180,13 @@ class AllowlistObjectTests(unittest.TestCase):
                      "uses exit"):
             self.assertIn(name, problems)
         self.assertIn("take what you need as a parameter", problems)  # what to write instead
+
+    def test_a_jump_that_lands_after_the_futex_number_stays_refused(self):
+        # A jump table's entry or a computed goto's label between the futex number and the call: the
+        # call may run with another number (the landings of indirect jumps are read from the object).
+        problems = self.problems(self.compiled("refused_jump_into_syscall.cpp"))
+        self.assertIn("uses syscall", problems)
+        self.assertIn("only the futex", problems)
 
     def test_mpi_that_leaves_the_job_stays_refused(self):
         problems = self.problems(self.compiled("refused_mpi.cpp"))

@@ -5,7 +5,7 @@
 // 77 (Meson's SKIP), and a failure count that happens to be 77 or 4 must still read as failed.
 #include <catch2/catch_test_macros.hpp>
 
-#include "common/testing/gpu_test.h"
+#include "common/testing/result_channel.h"
 
 using course::testing::CaseCounts;
 using course::testing::meson_exit_code;
