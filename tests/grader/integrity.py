@@ -527,7 +527,7 @@ def only_allowed_system_calls(obj: Path) -> bool:
                 return False
             reachable = landings.get(section)
             if reachable is None:  # code addresses this cannot place: no indirect jump in the function
-                if any(_INDIRECT_BRANCH.search(text) for address, text in instructions
+                if any(_INDIRECT_JUMP.search(text) for address, text in instructions
                        if function.value <= address < function.value + max(function.size, 1)):
                     return False
                 reachable = set()
@@ -548,6 +548,7 @@ def only_allowed_system_calls(obj: Path) -> bool:
     return found
 
 
+_INDIRECT_JUMP = re.compile(r"(?:^|\s)jmp\s+\*")  # a call through a pointer returns after itself
 _RIP_TARGET = re.compile(r"\(%rip\).*#\s*([0-9a-f]+)\s*<")
 _ABSOLUTE = ("R_X86_64_64", "R_X86_64_32", "R_X86_64_32S")
 _RELATIVE = ("R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_PC64")
@@ -596,11 +597,16 @@ def _indirect_landings(elf: ElfObject, code: dict[str, list[tuple[int, str]]]) -
                 else:
                     landings[into].add(value - (relocation.offset - starts[base]))
     for section, instructions in code.items():
-        placed = {relocation.offset for relocation in elf.relocations.get(section, [])}
+        if landings[section] is None:
+            continue
+        placed = sorted(relocation.offset for relocation in elf.relocations.get(section, []))
         for index, (address, text) in enumerate(instructions):
             rip = _RIP_TARGET.search(text)
+            if rip is None:
+                continue
             end = instructions[index + 1][0] if index + 1 < len(instructions) else address + 16
-            if rip and landings.get(section) is not None and not any(address <= at < end for at in placed):
+            first = bisect.bisect_left(placed, address)
+            if first == len(placed) or placed[first] >= end:  # no relocation: the assembler resolved it
                 landings[section].add(int(rip.group(1), 16))
     return landings
 
@@ -861,7 +867,16 @@ class ElfObject:
         return None
 
     def symbol(self, name: str) -> ElfSymbol | None:
-        return next((symbol for symbol in self.symbols if symbol.name == name and symbol.kind != "SECTION"), None)
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, ElfSymbol]:
+        """The first symbol of each name that is not a section's."""
+        named: dict[str, ElfSymbol] = {}
+        for symbol in self.symbols:
+            if symbol.kind != "SECTION":
+                named.setdefault(symbol.name, symbol)
+        return named
 
 
 def _section_allowed(name: str) -> bool:
