@@ -44,8 +44,11 @@ void sweep_on_cpu(std::vector<float>& grid, std::size_t ny, std::size_t nx, int 
   }
 }
 
-// This PE's rows and both halos in block.current against the CPU's grid; "" when the same bits.
-std::string check_block(const JacobiBlock& block, const std::vector<float>& expected, const std::string& what) {
+// This PE's rows and both halos in block.current against the CPU's grid; "" when the same bits. Read
+// with the PE's device current (the symmetric heap is mapped for it), whatever the caller's is.
+std::string check_block(const Session& session, const JacobiBlock& block, const std::vector<float>& expected,
+                        const std::string& what) {
+  const course::DeviceGuard on_device(session.device);
   const std::size_t floats = (block.rows.size() + 2) * block.nx;
   std::vector<float> got(floats);
   CUDA_CHECK(cudaMemcpy(got.data(), block.current.data, floats * sizeof(float), cudaMemcpyDeviceToHost));
@@ -99,7 +102,7 @@ TEST_CASE(kSweepRankCase, "[.][rank]") {
         return what + ": the block's rows are not block_rows";
       if (block.max_rows != block_rows(shape.ny, session.pes, 0).size())
         return what + ": max_rows is not the most rows";
-      std::string wrong = check_block(block, grid, what + " after decompose");
+      std::string wrong = check_block(session, block, grid, what + " after decompose");
       CHECK_THROWS_AS(run_device_initiated(session, block, -1), std::invalid_argument);
       for (const int iterations : {shape.first, shape.second}) {
         if (!wrong.empty()) break;
@@ -111,7 +114,7 @@ TEST_CASE(kSweepRankCase, "[.][rank]") {
         }
         sweep_on_cpu(grid, shape.ny, shape.nx, iterations);
         if (wrong.empty())
-          wrong = check_block(block, grid, what + " after " + std::to_string(iterations) + " more sweeps");
+          wrong = check_block(session, block, grid, what + " after " + std::to_string(iterations) + " more sweeps");
       }
       if (wrong.empty() && block.sweeps != static_cast<std::uint64_t>(shape.first + shape.second))
         wrong = what + ": block.sweeps is " + std::to_string(block.sweeps) + " after " +
@@ -146,7 +149,7 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
       if (session.pe == session.pes - 1) hold_stream(block.stream);
       run_device_initiated(session, block, 5 + call);
       sweep_on_cpu(grid, ny, nx, 5 + call);
-      wrong = check_block(block, grid, "call " + std::to_string(call + 1) + " with the last PE held back 300 ms");
+      wrong = check_block(session, block, grid, "call " + std::to_string(call + 1) + " with the last PE held back 300 ms");
     }
     close_block(session, block);
     return wrong;

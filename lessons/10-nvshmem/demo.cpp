@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   const lesson10::Session session = lesson10::start_nvshmem(MPI_COMM_WORLD, local_rank % visible);
   int status = 0;
   try {
+    // The host's copies from this PE's symmetric memory are made with its device current: NVSHMEM maps
+    // the heap for that device, and a copy issued from another device's context may not reach it.
+    CUDA_CHECK(cudaSetDevice(session.device));
     lesson10::SymmetricFloats buffer = lesson10::allocate_symmetric(session, 1024);
     for (int pe = 0; pe < session.pes; ++pe)
       std::printf("PE %d (GPU %d) reaches PE %d's copy by %s\n", session.pe, session.device, pe,
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
     lesson10::run_device_initiated(session, block, 100);
     float centre = 0;
     const std::size_t row = block.rows.size() / 2 + 1;  // the middle of the block, in its own rows (0: the halo)
-    cudaMemcpy(&centre, block.current.data + row * n + n / 2, sizeof centre, cudaMemcpyDeviceToHost);
+    CUDA_CHECK(cudaMemcpy(&centre, block.current.data + row * n + n / 2, sizeof centre, cudaMemcpyDeviceToHost));
     // The same 100 sweeps on the CPU, the whole grid: the middle of every block must agree (a PE whose
     // halos never came holds 0 there, where the heat from the hot edge has reached every row).
     std::vector<float> cpu = grid, swept = grid;
@@ -63,7 +66,7 @@ int main(int argc, char** argv) {
     // holds at rows.begin - 1 and rows.end; and the four signal words (sweep numbers) that said so.
     for (const std::size_t local : {std::size_t{0}, block.rows.size() + 1}) {
       std::vector<float> halo(n);
-      cudaMemcpy(halo.data(), block.current.data + local * n, n * sizeof(float), cudaMemcpyDeviceToHost);
+      CUDA_CHECK(cudaMemcpy(halo.data(), block.current.data + local * n, n * sizeof(float), cudaMemcpyDeviceToHost));
       const float* truth = cpu.data() + (block.rows.begin + local - 1) * n;
       std::size_t differ = 0;
       for (std::size_t x = 0; x < n; ++x) differ += halo[x] != truth[x] ? 1 : 0;
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
                   local == 0 ? "above" : "below", block.rows.begin + local - 1, differ, n);
     }
     std::uint64_t signals[lesson10::kJacobiSignals] = {};
-    cudaMemcpy(signals, block.signals, sizeof signals, cudaMemcpyDeviceToHost);
+    CUDA_CHECK(cudaMemcpy(signals, block.signals, sizeof signals, cudaMemcpyDeviceToHost));
     std::printf("PE %d: signal words %llu %llu %llu %llu after %llu sweeps\n", session.pe,
                 static_cast<unsigned long long>(signals[0]), static_cast<unsigned long long>(signals[1]),
                 static_cast<unsigned long long>(signals[2]), static_cast<unsigned long long>(signals[3]),
@@ -86,7 +89,6 @@ int main(int argc, char** argv) {
     float* input = nullptr;
     float* output = nullptr;
     cudaStream_t stream = nullptr;
-    CUDA_CHECK(cudaSetDevice(session.device));
     CUDA_CHECK(cudaMalloc(&input, kCount * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&output, kCount * sizeof(float)));
     CUDA_CHECK(cudaStreamCreate(&stream));
