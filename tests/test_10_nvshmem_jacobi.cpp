@@ -149,7 +149,8 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
       if (session.pe == session.pes - 1) hold_stream(block.stream);
       run_device_initiated(session, block, 5 + call);
       sweep_on_cpu(grid, ny, nx, 5 + call);
-      wrong = check_block(session, block, grid, "call " + std::to_string(call + 1) + " with the last PE held back 300 ms");
+      wrong =
+          check_block(session, block, grid, "call " + std::to_string(call + 1) + " with the last PE held back 300 ms");
     }
     close_block(session, block);
     return wrong;
