@@ -100,11 +100,12 @@ TEST_CASE(kSumRankCase, "[.][rank]") {
     const course::Stream stream(session.device);
     std::vector<float> results;
     std::string wrong;
-    std::uint64_t salt = 0;
-    // 8 B to 1 MiB, uneven counts, one block and many.
+    std::uint64_t salt = 0, blocks = 0;
+    // 8 B to 1 MiB, uneven counts, one block and many (the grid changes from call to call).
     for (const std::size_t count : {std::size_t{2}, std::size_t{1}, std::size_t{3}, std::size_t{4097},
                                     std::size_t{16384}, std::size_t{100003}, kMaxCount}) {
       const Operands operands(session, count, ++salt);
+      blocks += static_cast<std::uint64_t>(all_reduce_blocks(workspace, count));
       {
         const course::DeviceGuard callers(callers_device);
         device_all_reduce(workspace, operands.input.data(), operands.output.data(), count, stream);
@@ -114,6 +115,9 @@ TEST_CASE(kSumRankCase, "[.][rank]") {
       if (const std::string found = operands.check(session.pes, results); wrong.empty()) wrong = found;
     }
     if (wrong.empty() && workspace.calls != salt) wrong = "workspace.calls does not count the calls";
+    if (wrong.empty() && workspace.blocks_run != blocks)
+      wrong = "workspace.blocks_run is " + std::to_string(workspace.blocks_run) + ", not the " +
+              std::to_string(blocks) + " blocks of the calls' grids";
     const Operands empty(session, 0, ++salt);
     device_all_reduce(workspace, nullptr, empty.output.data(), 0, stream);  // nothing at all
     stream.synchronize();

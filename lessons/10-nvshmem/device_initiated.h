@@ -189,11 +189,14 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
 constexpr int kMaxPes = 8;      // the most PEs an all-reduce takes
 constexpr int kMaxBlocks = 32;  // the most blocks its kernel runs (each has signal words of its own)
 
-// The signal words of task 3, in symmetric memory, zeroed when the workspace is opened. Each counts
-// (NVSHMEM_SIGNAL_ADD of 1), so after call c every word that call touched holds c.
+// The signal words of task 3, in symmetric memory, zeroed when the workspace is opened. A call's grid
+// depends on its count (all_reduce_blocks), so block b of one call and block b of the next need not
+// cover the same floats: "arrived" is per block and says which call (NVSHMEM_SIGNAL_SET of the call's
+// number), "freed" is per PE and counts blocks (NVSHMEM_SIGNAL_ADD of 1), over the workspace's life.
 struct AllReduceSignals {
-  std::uint64_t arrived[kMaxBlocks][kMaxPes];  // [b][p]: PE p's block b has put its slice into my inbox
-  std::uint64_t freed[kMaxBlocks][kMaxPes];    // [b][p]: PE p's block b has read my slice out of its inbox
+  std::uint64_t arrived[kMaxBlocks][kMaxPes];  // [b][p] = c: PE p's block b of call c has put its slice into my inbox
+  std::uint64_t freed[kMaxPes];                // [p]: how many of PE p's blocks, over all calls, have finished
+                                               // reading PE p's inbox (my slot in it among the others)
 };
 
 // One PE's side of the all-reduce.
@@ -205,6 +208,7 @@ struct AllReduceWorkspace {
   float* inbox = nullptr;               // symmetric: pes x max_count floats, slot p for PE p's input
   AllReduceSignals* signals = nullptr;  // symmetric, one
   std::uint64_t calls = 0;              // calls so far: every PE counts the same (collective calls)
+  std::uint64_t blocks_run = 0;         // the blocks of those calls' grids, added up (every PE the same)
   int blocks = 0;                       // the most blocks a call's kernel runs: resident at once, <= kMaxBlocks
   long long patience_ns = kDefaultPatienceNs;
   GiveUp* give_up = nullptr;              // pinned host memory, one report
@@ -232,8 +236,9 @@ struct AllReduceArgs {
   std::size_t max_count = 0;     // workspace.max_count: the inbox's slot size
   float* inbox = nullptr;
   AllReduceSignals* signals = nullptr;
-  std::uint64_t call = 0;  // this call's number, from 1: workspace.calls + 1
-  int blocks = 0;          // the grid: all_reduce_blocks(workspace, count)
+  std::uint64_t call = 0;           // this call's number, from 1: workspace.calls + 1
+  int blocks = 0;                   // the grid: all_reduce_blocks(workspace, count)
+  std::uint64_t blocks_before = 0;  // the blocks of every earlier call: workspace.blocks_run
   long long patience_ns = kDefaultPatienceNs;
   GiveUp* give_up = nullptr;
   unsigned int* give_up_claim = nullptr;
@@ -248,16 +253,17 @@ int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 // Task 3. Enqueues on `stream` (of the current device) this PE's kernel of one call, launched with
 // nvshmemx_collective_launch, a grid of args.blocks blocks, whose block b, with c = args.call and
 // [lo, hi) its slice:
-//  1. waits, for every PE p, until p's block b has read this PE's slot of the previous call out of p's
-//     inbox: signals->freed[b][p] >= c - 1 (the barrier before the inbox is used again);
+//  1. waits, for every PE p, until every block of every earlier call on p has finished reading p's
+//     inbox: signals->freed[p] >= args.blocks_before (the barrier before the inbox is used again: this
+//     block's floats may have been another block's in the previous call, whose grid may differ);
 //  2. puts input[lo, hi) into slot pe of every PE p's inbox (inbox + pe * max_count + lo), with
-//     signals->arrived[b][pe] of PE p increased by 1 (nvshmemx_putmem_signal_nbi_block, or
-//     nvshmem_putmem_signal_nbi, with NVSHMEM_SIGNAL_ADD: the signal never arrives before the data);
+//     signals->arrived[b][pe] of PE p set to c (nvshmemx_putmem_signal_nbi_block, or
+//     nvshmem_putmem_signal_nbi, with NVSHMEM_SIGNAL_SET: the signal never arrives before the data);
 //  3. waits until every PE p's block b has put its slice here: signals->arrived[b][p] >= c;
 //  4. writes output[i] = inbox[0][i] + inbox[1][i] + ... + inbox[pes - 1][i] for i in [lo, hi), added in
 //     PE order in float from the first: every PE gets the same bits;
-//  5. tells every PE p that it has read p's slot: signals->freed[b][pe] of PE p increased by 1, after
-//     the reads; then completes its own puts (nvshmem_quiet).
+//  5. tells every PE p that one more of its blocks has read this PE's inbox: signals->freed[pe] of PE p
+//     increased by 1 (NVSHMEM_SIGNAL_ADD), after the reads; then completes its own puts (nvshmem_quiet).
 // A wait (steps 1 and 3) that lasts longer than args.patience_ns gives up: the block claims the report
 // (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, waiting_for: 0
 // in step 3, 1 in step 1, then call = c last, after a system-scope fence); claim or not, it then writes
@@ -270,12 +276,13 @@ using AllReduceLaunch = std::function<void(const AllReduceArgs& args, cudaStream
 
 // Task 3. Collective (every PE, the same count): output[0, count) on every PE = the sum of every PE's
 // input[0, count), through ONE kernel per PE: with workspace.device current, workspace.calls + 1 as the
-// call, all_reduce_blocks(workspace, count) blocks,
+// call, all_reduce_blocks(workspace, count) blocks, workspace.blocks_run as blocks_before,
 //     launch(args, stream)
 // and no other call on the stream: no host wait, no host barrier (the kernels order themselves through
-// the signals). Then workspace.calls grows by one. input and output are memory of workspace.device;
-// `stream` is a stream of it. Any device may be current; it is given back. count = 0: nothing at all
-// (calls does not grow). Throws, before any CUDA call, std::invalid_argument for count >
+// the signals). Then workspace.calls grows by one and workspace.blocks_run by the call's blocks (also
+// when `launch` enqueued nothing). input and output are memory of workspace.device; `stream` is a
+// stream of it. Any device may be current; it is given back. count = 0: nothing at all (calls and
+// blocks_run do not grow). Throws, before any CUDA call, std::invalid_argument for count >
 // workspace.max_count or a null input or output with count > 0, and std::runtime_error, with
 // gave_up()'s text, when a kernel of an earlier call gave up.
 void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,

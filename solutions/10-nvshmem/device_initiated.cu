@@ -298,22 +298,22 @@ __global__ void all_reduce_kernel(AllReduceArgs a) {
   __shared__ bool gave_up_here;
   if (threadIdx.x == 0) {
     gave_up_here = false;
-    // 1. every PE has read my slot of the previous call: the inbox may be written again
+    // 1. every block of every earlier call on every PE has read its inbox: mine may be written again
     for (int p = 0; p < a.pes && !gave_up_here; ++p)
-      if (!wait_for_signal(&a.signals->freed[b][p], c - 1, a.patience_ns)) {
+      if (!wait_for_signal(&a.signals->freed[p], a.blocks_before, a.patience_ns)) {
         report_give_up(a.give_up, a.give_up_claim, c, p, b, 1);
         gave_up_here = true;
       }
   }
   __syncthreads();
   if (gave_up_here) return;
-  // 2. my slice into slot pe of every PE's inbox, each with its signal behind it
+  // 2. my slice into slot pe of every PE's inbox, each with its signal (this call's number) behind it
   for (int p = 0; p < a.pes; ++p)
     if (hi > lo)
       nvshmemx_putmem_signal_nbi_block(a.inbox + a.pe * a.max_count + lo, a.input + lo, (hi - lo) * sizeof(float),
-                                       &a.signals->arrived[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+                                       &a.signals->arrived[b][a.pe], c, NVSHMEM_SIGNAL_SET, p);
     else if (threadIdx.x == 0)
-      nvshmemx_signal_op(&a.signals->arrived[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+      nvshmemx_signal_op(&a.signals->arrived[b][a.pe], c, NVSHMEM_SIGNAL_SET, p);
   // 3. every PE's slice is here
   if (threadIdx.x == 0)
     for (int p = 0; p < a.pes && !gave_up_here; ++p)
@@ -336,10 +336,10 @@ __global__ void all_reduce_kernel(AllReduceArgs a) {
     a.output[i] = sum;
   }
   __syncthreads();
-  // 5. done reading every PE's slot: tell them, then complete my own puts
+  // 5. done reading every PE's slot: one more of my blocks has, tell them; then complete my own puts
   if (threadIdx.x == 0) {
     nvshmem_fence();
-    for (int p = 0; p < a.pes; ++p) nvshmemx_signal_op(&a.signals->freed[b][a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
+    for (int p = 0; p < a.pes; ++p) nvshmemx_signal_op(&a.signals->freed[a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
     nvshmem_quiet();
   }
 }
@@ -408,11 +408,13 @@ void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float*
   args.signals = workspace.signals;
   args.call = workspace.calls + 1;
   args.blocks = all_reduce_blocks(workspace, count);
+  args.blocks_before = workspace.blocks_run;
   args.patience_ns = workspace.patience_ns;
   args.give_up = workspace.give_up;
   args.give_up_claim = workspace.give_up_claim;
   launch(args, stream);
   workspace.calls += 1;
+  workspace.blocks_run += static_cast<std::uint64_t>(args.blocks);
 }
 
 }  // namespace lesson10
