@@ -35,8 +35,9 @@ struct Session {
 // Given. Collective over `comm` (every rank calls it): starts NVSHMEM with the unique-id bootstrap.
 // Rank 0 makes the id (nvshmemx_get_uniqueid), MPI_Bcast sends it to every rank, and every rank, with
 // `device` current, calls nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID) with its rank and the size of
-// `comm`. Leaves the caller's current device as it was. NVSHMEM itself ends the process when it cannot
-// start (its headers' choice): run the tests, which start their own processes, to see why.
+// `comm`, then meets every PE in nvshmem_barrier_all (init can return on one PE before another has
+// finished starting). Leaves the caller's current device as it was. NVSHMEM itself ends the process when
+// it cannot start (its headers' choice): run the tests, which start their own processes, to see why.
 Session start_nvshmem(MPI_Comm comm, int device);
 
 // Given. Collective: nvshmem_finalize. Every symmetric allocation must be freed before.

@@ -34,6 +34,11 @@ Session start_nvshmem(MPI_Comm comm, int device) {
   if (nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attributes) != 0)
     throw std::runtime_error("start_nvshmem: nvshmemx_set_attr_uniqueid_args failed on rank " + std::to_string(rank));
   nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attributes);  // ends the process itself when it fails
+  // nvshmemx_init_attr may return on one PE while another is still starting (NVSHMEM 3.4 on two H200s:
+  // PE 0 returned, PE 1 was still in the bootstrap's allgathers). A PE that then went straight to
+  // nvshmem_finalize (a starter's first TODO throws) waited in the bootstrap's barrier for ever, and PE 1
+  // for it. One barrier of every PE here: every PE has started when any PE goes on.
+  nvshmem_barrier_all();
   return Session{nvshmem_my_pe(), nvshmem_n_pes(), device};
 }
 
