@@ -30,14 +30,19 @@ Session start_nvshmem(MPI_Comm comm, int device) {
   if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) std::memset(&id, 0, sizeof id);
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
   const course::DeviceGuard on_device(device);
+  // NVSHMEM binds the PE to the CUDA context current when it starts; with none current it only
+  // bootstraps and leaves the rest of its start, collective steps among them, to whichever later call
+  // needs it. A PE whose device was already the current one had no context yet (cudaGetDevice makes
+  // none): PE 0 returned early while PE 1 waited for it in NVSHMEM's start, for ever when PE 0's next
+  // NVSHMEM call was nvshmem_finalize. The device's context is made here, before NVSHMEM starts.
+  CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaFree(nullptr));
   nvshmemx_init_attr_t attributes = NVSHMEMX_INIT_ATTR_INITIALIZER;
   if (nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attributes) != 0)
     throw std::runtime_error("start_nvshmem: nvshmemx_set_attr_uniqueid_args failed on rank " + std::to_string(rank));
   nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attributes);  // ends the process itself when it fails
-  // nvshmemx_init_attr may return on one PE while another is still starting (NVSHMEM 3.4 on two H200s:
-  // PE 0 returned, PE 1 was still in the bootstrap's allgathers). A PE that then went straight to
-  // nvshmem_finalize (a starter's first TODO throws) waited in the bootstrap's barrier for ever, and PE 1
-  // for it. One barrier of every PE here: every PE has started when any PE goes on.
+  // And one barrier of every PE: every PE has started when any PE goes on (a first TODO that throws
+  // sends its PE to nvshmem_finalize at once).
   nvshmem_barrier_all();
   return Session{nvshmem_my_pe(), nvshmem_n_pes(), device};
 }
