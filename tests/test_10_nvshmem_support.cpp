@@ -52,10 +52,6 @@ std::map<std::string, std::string> nvshmem_environment(const std::map<std::strin
       // No NVSHMEM_BOOTSTRAP: start_nvshmem asks for the unique-id bootstrap itself (nvshmemx_init_attr's
       // flag), as the demo does, which ran on two H100s where the tests' jobs with NVSHMEM_BOOTSTRAP=UID hung.
       {"NVSHMEM_DEBUG", "WARN"},  // NVSHMEM's own warnings reach mpirun's log, which a failed case shows
-      // `meson test` fills every malloc of a test with a random byte (MALLOC_PERTURB_, to find reads of
-      // memory never written); the ranks' jobs hung under `meson test` and ran in seconds without it.
-      // The ranks run NVSHMEM's start, not only the code under test: plain malloc there.
-      {"MALLOC_PERTURB_", "0"},
   };
   for (const auto& [name, value] : env) variables[name] = value;
   return variables;
