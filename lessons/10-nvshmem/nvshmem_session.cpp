@@ -30,11 +30,9 @@ Session start_nvshmem(MPI_Comm comm, int device) {
   if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) std::memset(&id, 0, sizeof id);
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
   const course::DeviceGuard on_device(device);
-  // NVSHMEM binds the PE to the CUDA context current when it starts; with none current it only
-  // bootstraps and leaves the rest of its start, collective steps among them, to whichever later call
-  // needs it. A PE whose device was already the current one had no context yet (cudaGetDevice makes
-  // none): PE 0 returned early while PE 1 waited for it in NVSHMEM's start, for ever when PE 0's next
-  // NVSHMEM call was nvshmem_finalize. The device's context is made here, before NVSHMEM starts.
+  // NVSHMEM binds the PE to the CUDA context current when it starts: make the device's context exist and
+  // be current first (the guard skips cudaSetDevice when `device` is already the current device, and
+  // cudaGetDevice makes no context).
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaFree(nullptr));
   nvshmemx_init_attr_t attributes = NVSHMEMX_INIT_ATTR_INITIALIZER;
