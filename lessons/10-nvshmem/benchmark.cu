@@ -427,6 +427,9 @@ int main(int argc, char** argv) {
   // Before NVSHMEM and NCCL read their environment: the course never uses NVLink multicast.
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  // The 20480^2 grid's two buffers take 1.68 GB of symmetric heap per PE on two PEs; NVSHMEM's default
+  // heap is 1 GiB. 4 GiB unless you asked for another size.
+  setenv("NVSHMEM_SYMMETRIC_SIZE", "4294967296", 0);
   MPI_Init(&argc, &argv);
   int rank = 0, local_rank = 0, visible = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
