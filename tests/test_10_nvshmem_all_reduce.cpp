@@ -152,10 +152,12 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
     const course::Stream stream(session.device);
     const bool held = session.pe == session.pes - 1;
     // Call 2: the held PE's stream sleeps before its kernel (the others must wait for its data, not sum
-    // call 1's). Call 3: its kernel sleeps before its sum (the others' call 4 must not overwrite its inbox
-    // before it has read it).
+    // call 1's). Call 3, of 8192 floats (two blocks): its kernel sleeps before its sum, and the others'
+    // call 4, of 1 MiB in more blocks, must not overwrite its inbox before it has read it: the floats
+    // [4096, 8192) that its block 1 reads are block 0's in call 4 (the grid changed between the calls).
+    const std::size_t counts[] = {kMaxCount, kMaxCount, 8192, kMaxCount};
     std::vector<Operands> calls;
-    for (std::uint64_t salt = 1; salt <= 4; ++salt) calls.emplace_back(session, kMaxCount, salt);
+    for (std::uint64_t salt = 1; salt <= 4; ++salt) calls.emplace_back(session, counts[salt - 1], salt);
     for (std::size_t k = 0; k < calls.size(); ++k) {
       const AllReduceLaunch launch = [&](const AllReduceArgs& args, cudaStream_t s) {
         AllReduceArgs changed = args;
@@ -163,7 +165,7 @@ TEST_CASE(kLateRankCase, "[.][rank]") {
         if (held && k == 2) changed.delay_sum_ns = 300'000'000;
         enqueue_all_reduce_kernel(changed, s);
       };
-      device_all_reduce(workspace, calls[k].input.data(), calls[k].output.data(), kMaxCount, stream, launch);
+      device_all_reduce(workspace, calls[k].input.data(), calls[k].output.data(), counts[k], stream, launch);
     }
     stream.synchronize();
     std::vector<float> results;

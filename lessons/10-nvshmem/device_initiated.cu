@@ -2,8 +2,8 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Lesson 10: communication started by the GPU. The symmetric heap and the two ways to reach a peer's
-// copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose last block puts the
-// boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
+// copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose first and last blocks
+// put the boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
 // of one kernel per GPU that pushes every slice to every PE with a signal. No host orders anything.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 10-nvshmem --print-errorlogs
@@ -44,7 +44,7 @@ namespace {
 // The data a put-with-signal delivers arrives before its signal. Seeing the signal is a read: the fence
 // after it (at system scope: the signal came from another GPU) orders this thread's later reads, and the
 // barriers after it (__syncthreads, a grid's sync) those of the threads that read the data, after the
-// data the signal covers (nvshmem_signal_wait_until, which never gives up, ends the same way).
+// data the signal covers (nvshmem_signal_wait_until, which never gives up, ends with a GPU-scope fence).
 [[maybe_unused]] __device__ bool wait_for_signal(std::uint64_t* signal, std::uint64_t value, long long patience_ns) {
   if (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
     const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
@@ -105,7 +105,7 @@ PeerPath peer_path(const Session& session, const SymmetricFloats& buffer, int pe
   NOT_IMPLEMENTED("task 1");
 }
 
-// TODO(task 1): two kernels (plain stores through nvshmem_ptr's address; nvshmem_putmem) and the checks.
+// TODO(task 1): a kernel per path (plain stores through nvshmem_ptr's address; nvshmem_putmem), the checks.
 void enqueue_put(const Session& session, const float* source, const SymmetricFloats& destination, int pe,
                  std::size_t count, PeerPath path, cudaStream_t stream) {
   (void)session;
@@ -153,7 +153,7 @@ void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream) {
   NOT_IMPLEMENTED("task 3");
 }
 
-// TODO(task 3): the arguments of this call, one launch, the call counted.
+// TODO(task 3): the arguments of this call, one launch, the call and its blocks counted (calls, blocks_run).
 void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,
                        cudaStream_t stream, const AllReduceLaunch& launch) {
   (void)workspace;

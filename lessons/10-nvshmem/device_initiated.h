@@ -169,8 +169,9 @@ void close_block(const Session& session, JacobiBlock& block);
 //  3. once the whole grid has swept (grid.sync()), puts its first row (local row 1 of `next`) into the
 //     halo below of the PE above (its local row rows_above + 1 of the same symmetric `next`), with
 //     signal [2 * (s % 2) + 1] of that PE set to s; and its last row into local row 0 of the PE below's
-//     `next`, with signal [2 * (s % 2) + 0] of that PE set to s: nvshmemx_putmem_signal_nbi_block (or
-//     nvshmem_putmem_signal_nbi), so that the signal can never arrive before its row. PE 0 puts nothing
+//     `next`, with signal [2 * (s % 2) + 0] of that PE set to s: nvshmemx_putmem_signal_nbi_block by the
+//     whole block (or nvshmem_putmem_signal_nbi from one thread for the whole row), so that the signal can
+//     never arrive before its row. PE 0 puts nothing
 //     up and the last PE nothing down: those halos are the grid's boundary;
 //  4. swaps its own views of `current` and `next` and goes on with s + 1.
 // After the last sweep S it waits, as in step 1, for the halos of sweep S (so that `current` holds them
@@ -247,8 +248,8 @@ struct AllReduceArgs {
 };
 
 // Given (nvshmem_session.cpp). The grid of a call of `count` floats: one block per 4096 floats, at
-// least 1, at most workspace.blocks. Block b's slice is course::split_range(count, blocks, b): the same
-// on every PE.
+// least 1, at most workspace.blocks. Block b's slice is [count * b / blocks, count * (b + 1) / blocks):
+// the same on every PE (any split would do that every PE makes the same way).
 int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 
 // Task 3. Enqueues on `stream` (of the current device) this PE's kernel of one call, launched with
@@ -258,17 +259,22 @@ int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 //     inbox: signals->freed[p] >= args.blocks_before (the barrier before the inbox is used again: this
 //     block's floats may have been another block's in the previous call, whose grid may differ);
 //  2. puts input[lo, hi) into slot pe of every PE p's inbox (inbox + pe * max_count + lo), with
-//     signals->arrived[b][pe] of PE p set to c (nvshmemx_putmem_signal_nbi_block, or
-//     nvshmem_putmem_signal_nbi, with NVSHMEM_SIGNAL_SET: the signal never arrives before the data);
+//     signals->arrived[b][pe] of PE p set to c (nvshmemx_putmem_signal_nbi_block by the whole block, or
+//     nvshmem_putmem_signal_nbi from one thread for the whole slice, with NVSHMEM_SIGNAL_SET: the signal
+//     never arrives before the data);
 //  3. waits until every PE p's block b has put its slice here: signals->arrived[b][p] >= c;
 //  4. writes output[i] = inbox[0][i] + inbox[1][i] + ... + inbox[pes - 1][i] for i in [lo, hi), added in
 //     PE order in float from the first: every PE gets the same bits;
-//  5. tells every PE p that one more of its blocks has read this PE's inbox: signals->freed[pe] of PE p
-//     increased by 1 (NVSHMEM_SIGNAL_ADD), after the reads; then completes its own puts (nvshmem_quiet).
+//  5. tells every PE p that one more of this PE's blocks has read this PE's inbox: signals->freed[pe] of
+//     PE p increased by 1 (NVSHMEM_SIGNAL_ADD), after every thread's reads and a system-scope fence (the
+//     release that matches the acquire at the end of a signal wait); then completes its own puts
+//     (nvshmem_quiet).
 // A wait (steps 1 and 3) that lasts longer than args.patience_ns gives up: the block claims the report
 // (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, waiting_for: 0
 // in step 3, 1 in step 1, then call = c last, after a system-scope fence); claim or not, it then writes
-// nothing into output, skips step 5 and returns. pes >= 1 and count >= 1 always.
+// nothing into output, skips step 5 and returns. A block that finds *give_up_claim set when it starts
+// returns at once (the owner is broken: calls enqueued after the one that gave up do not wait out their
+// patience each). pes >= 1 and count >= 1 always.
 void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream);
 
 // How a PE's kernel is enqueued: enqueue_all_reduce_kernel's signature. The tests pass their own, which
@@ -282,10 +288,11 @@ using AllReduceLaunch = std::function<void(const AllReduceArgs& args, cudaStream
 // and no other call on the stream: no host wait, no host barrier (the kernels order themselves through
 // the signals). Then workspace.calls grows by one and workspace.blocks_run by the call's blocks (also
 // when `launch` enqueued nothing). input and output are memory of workspace.device; `stream` is a
-// stream of it. Any device may be current; it is given back. count = 0: nothing at all (calls and
-// blocks_run do not grow). Throws, before any CUDA call, std::invalid_argument for count >
-// workspace.max_count or a null input or output with count > 0, and std::runtime_error, with
-// gave_up()'s text, when a kernel of an earlier call gave up.
+// stream of it, the same for every call of the workspace (one PE's kernels run one after another). Any
+// device may be current; it is given back. count = 0: nothing at all (calls and blocks_run do not
+// grow). Throws, before any CUDA call, std::invalid_argument for count > workspace.max_count or a null
+// input or output with count > 0, and std::runtime_error, with gave_up()'s text, when a kernel of an
+// earlier call gave up.
 void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,
                        cudaStream_t stream, const AllReduceLaunch& launch = enqueue_all_reduce_kernel);
 

@@ -30,9 +30,10 @@ Session start_nvshmem(MPI_Comm comm, int device) {
   if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) std::memset(&id, 0, sizeof id);
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
   const course::DeviceGuard on_device(device);
-  // NVSHMEM binds the PE to the CUDA context current when it starts: make the device's context exist and
-  // be current first (the guard skips cudaSetDevice when `device` is already the current device, and
-  // cudaGetDevice makes no context).
+  // NVSHMEM binds the PE to the CUDA context current when it starts; with none, it only bootstraps and
+  // defers the rest to a later call (its "two-stage initialization"), while PEs that had one go on into
+  // collective steps. The guard skips cudaSetDevice when `device` is already current, and cudaGetDevice
+  // makes no context: make the device's context here.
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaFree(nullptr));
   nvshmemx_init_attr_t attributes = NVSHMEMX_INIT_ATTR_INITIALIZER;

@@ -2,8 +2,8 @@
 // Copyright (c) 2026 The multi-GPU course authors
 //
 // Lesson 10: communication started by the GPU. The symmetric heap and the two ways to reach a peer's
-// copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose last block puts the
-// boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
+// copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose first and last blocks
+// put the boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
 // of one kernel per GPU that pushes every slice to every PE with a signal. No host orders anything.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 10-nvshmem --print-errorlogs
@@ -44,7 +44,7 @@ namespace {
 // The data a put-with-signal delivers arrives before its signal. Seeing the signal is a read: the fence
 // after it (at system scope: the signal came from another GPU) orders this thread's later reads, and the
 // barriers after it (__syncthreads, a grid's sync) those of the threads that read the data, after the
-// data the signal covers (nvshmem_signal_wait_until, which never gives up, ends the same way).
+// data the signal covers (nvshmem_signal_wait_until, which never gives up, ends with a GPU-scope fence).
 [[maybe_unused]] __device__ bool wait_for_signal(std::uint64_t* signal, std::uint64_t value, long long patience_ns) {
   if (!nvshmem_uint64_test(signal, NVSHMEM_CMP_GE, value)) {
     const auto start = cuda::std::chrono::system_clock::now();  // the GPU's global timer
@@ -297,7 +297,10 @@ __global__ void all_reduce_kernel(AllReduceArgs a) {
   const std::size_t lo = a.count * b / gridDim.x, hi = a.count * (b + 1) / gridDim.x;
   __shared__ bool gave_up_here;
   if (threadIdx.x == 0) {
-    gave_up_here = false;
+    // an earlier call's kernel gave up: the owner is broken, this one returns at once
+    gave_up_here =
+        cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*a.give_up_claim).load(cuda::memory_order_relaxed) !=
+        0;
     // 1. every block of every earlier call on every PE has read its inbox: mine may be written again
     for (int p = 0; p < a.pes && !gave_up_here; ++p)
       if (!wait_for_signal(&a.signals->freed[p], a.blocks_before, a.patience_ns)) {
@@ -338,7 +341,7 @@ __global__ void all_reduce_kernel(AllReduceArgs a) {
   __syncthreads();
   // 5. done reading every PE's slot: one more of my blocks has, tell them; then complete my own puts
   if (threadIdx.x == 0) {
-    nvshmem_fence();
+    __threadfence_system();  // the block's reads (gathered by __syncthreads) before the signal that frees them
     for (int p = 0; p < a.pes; ++p) nvshmemx_signal_op(&a.signals->freed[a.pe], 1, NVSHMEM_SIGNAL_ADD, p);
     nvshmem_quiet();
   }
