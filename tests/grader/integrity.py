@@ -167,7 +167,7 @@ class Checker:
             name = symbol["name"]
             if name in self.allow_symbols or symbol["demangled"] in self.allow_symbols:
                 continue
-            if name.startswith(policy.COMPILER_SYMBOLS_PREFIXES):
+            if compilers_own(symbol):
                 continue
             owner = owners.get(name)
             if owner is None:
@@ -285,9 +285,17 @@ def summarize(problems: list[tuple[str, str]], shown: int = 3) -> list[str]:
     return lines
 
 
+def compilers_own(symbol: dict) -> bool:
+    """A symbol the compiler emits in every object of its kind (policy.COMPILER_SYMBOLS_PREFIXES;
+    nvcc -rdc=true's weak markers), which no definition of it elsewhere makes a replacement."""
+    name = symbol["name"]
+    return name.startswith(policy.COMPILER_SYMBOLS_PREFIXES) or (name in policy.NVCC_RDC_WEAK_SYMBOLS
+                                                                 and symbol["weak"])
+
+
 def read_symbols(obj: Path) -> list[dict]:
-    """The global symbols of an object: name, demangled, undefined, and `comdat` (a weak or
-    unique definition inside a COMDAT group, which is how inline functions and templates are
+    """The global symbols of an object: name, demangled, undefined, `weak`, and `comdat` (a weak
+    or unique definition inside a COMDAT group, which is how inline functions and templates are
     emitted)."""
     grouped = set()
     for line in _run(["readelf", "-g", "-W", str(obj)]).splitlines():
@@ -304,7 +312,7 @@ def read_symbols(obj: Path) -> list[dict]:
             continue
         undefined = index == "UND"
         comdat = not undefined and bind in ("WEAK", "UNIQUE") and index in grouped
-        symbols.append({"name": name, "undefined": undefined, "comdat": comdat})
+        symbols.append({"name": name, "undefined": undefined, "comdat": comdat, "weak": bind == "WEAK"})
     names = [symbol["name"] for symbol in symbols]
     demangled = _run(["c++filt"], stdin="\n".join(names) + "\n").splitlines() if names else []
     for symbol, shown in zip(symbols, demangled + names[len(demangled):]):
@@ -690,8 +698,9 @@ def check_source(path: Path) -> list[str]:
 # ----------------------------------------------------------------------------- assembly
 
 # nvcc embeds the device code in the host object with an asm statement of its own, at file
-# scope: exactly these lines, the .quad lines holding the fat binary.
-_FATBIN = re.compile(r'^\s*\.section \.nv_fatbin, "a"\n\s*\.align 8\nfatbinData:\n(?:\s*\.quad [0-9a-fx, ]+\n)+\s*\.text\n',
+# scope: exactly these lines, the .quad lines holding the fat binary (in section __nv_relfatbin
+# where the code is relocatable, -rdc=true: lesson 10's, which a device link joins to NVSHMEM's).
+_FATBIN = re.compile(r'^\s*\.section (?:\.nv_fatbin|__nv_relfatbin), "a"\n\s*\.align 8\nfatbinData:\n(?:\s*\.quad [0-9a-fx, ]+\n)+\s*\.text\n',
                      re.MULTILINE)
 _ASM_BLOCK = re.compile(r"^#APP\n(.*?)(?:^#NO_APP\n|\Z)", re.MULTILINE | re.DOTALL)
 _ASM_PLACE = re.compile(r'^# (\d+) "([^"]*)" 1$', re.MULTILINE)

@@ -321,6 +321,11 @@ INSTEAD = {
 # the first, and the tests come before the student's code on the link line.
 # These names are emitted by the compiler for every object and are never a replacement:
 COMPILER_SYMBOLS_PREFIXES = ("DW.ref.", "__gxx_personality", "_GLOBAL_")
+# nvcc -rdc=true (lesson 10) gives every relocatable object these one-byte weak markers in its .nvHR*
+# sections, as every object of NVSHMEM's device library has them: the same marker, never a replacement
+# (exempt only where the student's object defines them weakly, as nvcc does).
+NVCC_RDC_WEAK_SYMBOLS = frozenset(f"hostRef{kind}Array{linkage}Linkage" for kind in ("Constant", "Device", "Kernel")
+                                  for linkage in ("External", "Internal"))
 
 # ----------------------------------------------------------------------------- content
 

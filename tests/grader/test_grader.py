@@ -931,6 +931,27 @@ class RelocatableDeviceCodeTests(unittest.TestCase):
         self.assertEqual(integrity.check_sections(elf), [])
         self.assertEqual(integrity.check_before_main(elf), [])
 
+    def test_relocatable_markers_are_the_compilers_own_only_as_nvcc_emits_them(self):
+        """nvcc -rdc=true's hostRef*Array*Linkage markers, weak in every relocatable object (NVSHMEM's
+        device library's too), are no replacement of the library's; a strong one is the student's."""
+        import integrity
+        import policy
+        markers = [s for s in integrity.read_symbols(self.compile(self.SOURCE, "markers.cu"))
+                   if s["name"].startswith("hostRef") and not s["undefined"]]
+        self.assertEqual({s["name"] for s in markers}, set(policy.NVCC_RDC_WEAK_SYMBOLS))
+        self.assertTrue(all(s["weak"] and integrity.compilers_own(s) for s in markers), markers)
+        # nvcc -rdc=true itself refuses a definition of the name (its stub declares it); in a C++ file
+        # it is an ordinary, strong definition:
+        source = self.folder / "strong.cpp"
+        source.write_text("int hostRefKernelArrayExternalLinkage = 1;\n")
+        obj = self.folder / "strong.cpp.o"
+        done = subprocess.run([shutil.which("g++") or "c++", "-c", str(source), "-o", str(obj)], capture_output=True,
+                              text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        mine = [s for s in integrity.read_symbols(obj)
+                if s["name"] == "hostRefKernelArrayExternalLinkage" and not s["undefined"]]
+        self.assertTrue(mine and not any(integrity.compilers_own(s) for s in mine), mine)
+
     def test_a_constructor_beside_relocatable_device_code_is_still_refused(self):
         import integrity
         source = self.SOURCE + ("#include <cstdio>\n"
@@ -1060,6 +1081,19 @@ class AllowlistObjectTests(unittest.TestCase):
                                  "gcc13-04-thrust-iostream.s"])
         for name in names:
             self.assertEqual(integrity.check_listing((LISTINGS / name).read_text(), "-04-" in name), [], name)
+
+    def test_relocatable_device_code_embedding_is_accepted_once(self):
+        """nvcc -rdc=true (lesson 10) embeds the device code in section __nv_relfatbin, otherwise
+        line for line as .nv_fatbin: accepted as the embedding; a second one, of either name, is refused."""
+        import integrity
+        text = (LISTINGS / "gcc12-04-thrust-iostream.s").read_text()
+        embedding = '.section .nv_fatbin, "a"'
+        self.assertIn(embedding, text)
+        relocatable = text.replace(embedding, '.section __nv_relfatbin, "a"')
+        self.assertEqual(integrity.check_listing(relocatable, True), [])
+        twice = relocatable + "#APP\n" + integrity._FATBIN.search(text).group(0) + "#NO_APP\n"
+        problems = integrity.check_listing(twice, True)
+        self.assertTrue(any("second fat binary" in what for what, _ in problems), problems)
 
     def test_header_asm_with_another_symbol_or_anything_more_is_refused(self):
         import integrity
