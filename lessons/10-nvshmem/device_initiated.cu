@@ -73,6 +73,11 @@ namespace {
   live->call = call;
 }
 
+// True once a block of this owner has claimed the report: the owner is broken, its kernels stop.
+[[maybe_unused]] __device__ bool gave_up_already(unsigned int* claim) {
+  return cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*claim).load(cuda::memory_order_relaxed) != 0;
+}
+
 // Throws std::runtime_error with the report when an earlier kernel of this owner gave up.
 [[maybe_unused]] void throw_if_gave_up(const GiveUp* report, const char* call) {
   if (const std::string text = gave_up(*report); !text.empty())

@@ -33,8 +33,7 @@ Session start_nvshmem(MPI_Comm comm, int device) {
   // NVSHMEM binds the PE to the CUDA context current when it starts; with none, it only bootstraps and
   // defers the rest to a later call (its "two-stage initialization"), while PEs that had one go on into
   // collective steps. The guard skips cudaSetDevice when `device` is already current, and cudaGetDevice
-  // makes no context: make the device's context here.
-  CUDA_CHECK(cudaSetDevice(device));
+  // makes no context: the first runtime call that needs one (here) makes the device's current.
   CUDA_CHECK(cudaFree(nullptr));
   nvshmemx_init_attr_t attributes = NVSHMEMX_INIT_ATTR_INITIALIZER;
   if (nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attributes) != 0)

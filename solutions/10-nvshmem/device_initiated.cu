@@ -73,6 +73,11 @@ namespace {
   live->call = call;
 }
 
+// True once a block of this owner has claimed the report: the owner is broken, its kernels stop.
+[[maybe_unused]] __device__ bool gave_up_already(unsigned int* claim) {
+  return cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*claim).load(cuda::memory_order_relaxed) != 0;
+}
+
 // Throws std::runtime_error with the report when an earlier kernel of this owner gave up.
 [[maybe_unused]] void throw_if_gave_up(const GiveUp* report, const char* call) {
   if (const std::string text = gave_up(*report); !text.empty())
@@ -220,9 +225,7 @@ __global__ void jacobi_kernel(JacobiArgs a) {
     // 1. the halos of `current` are those of sweep s - 1
     if (blockIdx.x == 0 && threadIdx.x == 0 && s > 1) (void)wait_for_halos(a, s - 1);  // claims the report when not
     grid.sync();
-    if (threadIdx.x == 0)
-      stop = cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*a.give_up_claim)
-                 .load(cuda::memory_order_relaxed) != 0;
+    if (threadIdx.x == 0) stop = gave_up_already(a.give_up_claim);
     __syncthreads();
     if (stop) return;
     // 2. sweep
@@ -298,9 +301,7 @@ __global__ void all_reduce_kernel(AllReduceArgs a) {
   __shared__ bool gave_up_here;
   if (threadIdx.x == 0) {
     // an earlier call's kernel gave up: the owner is broken, this one returns at once
-    gave_up_here =
-        cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*a.give_up_claim).load(cuda::memory_order_relaxed) !=
-        0;
+    gave_up_here = gave_up_already(a.give_up_claim);
     // 1. every block of every earlier call on every PE has read its inbox: mine may be written again
     for (int p = 0; p < a.pes && !gave_up_here; ++p)
       if (!wait_for_signal(&a.signals->freed[p], a.blocks_before, a.patience_ns)) {
