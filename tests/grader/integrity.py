@@ -409,6 +409,9 @@ def reference_refused(name: str, demangled: str) -> str:
             return ""
         return _not_allowed(name)
     qualified = qualified_name(demangled)
+    if (qualified.startswith(policy.CXX_LINKAGE_C_API_PREFIXES) and "::" not in qualified
+            and demangled.startswith(qualified + "(")):
+        return reference_refused(qualified, qualified)  # a free function of a C API declared without extern "C"
     kind = next((k for k in policy.TYPE_SYMBOL_KINDS if qualified.startswith(k)), "")
     subject = qualified[len(kind):]
     names = (subject, subject + "::") if kind else (subject,)  # a type's symbols go with its members

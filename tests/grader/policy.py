@@ -184,6 +184,10 @@ ALLOWED_C_NAMES |= {
 # NVSHMEM (lesson 10): its host API by prefix (nvshmem_malloc, nvshmem_ptr, nvshmemx_collective_launch, ...);
 # its device API never shows here (device code lies in the fatbinary, linked by nvcc -dlink).
 ALLOWED_C_PREFIXES = ("cuda", "__cuda", "cublas", "nccl", "MPI_", "nvshmem_", "nvshmemx_")
+# C APIs some of whose releases declare functions with C++ linkage: a free function of such a prefix, whatever
+# its parameters, is judged by its name as the C name above. NVSHMEM before 3.8 (3.4.5 on the GPU hosts)
+# declares nvshmemx_collective_launch and nvshmemx_collective_launch_query_gridsize outside extern "C".
+CXX_LINKAGE_C_API_PREFIXES = ("nvshmem_", "nvshmemx_")
 # ... except these, which hand out arbitrary functions by name (the way dlsym does).
 REFUSED_DESPITE_PREFIX = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion", "cudaGetExportTable",
                           "__cudaGetExportTableInternal"}

@@ -878,6 +878,24 @@ class NvshmemReferenceTests(unittest.TestCase):
                      "nvshmemx_collective_launch_query_gridsize"):
             self.assertEqual(integrity.reference_refused(name, name), "", name)
 
+    def test_host_api_declared_with_cxx_linkage_is_judged_by_its_name(self):
+        """NVSHMEM 3.4.5 (the GPU hosts') declares the collective launch outside extern "C": its mangled names
+        were refused (the reference graded 0/25 on two H200s). A C++ free function of NVSHMEM's prefixes is
+        judged as the C name; a member, a namespaced name, or what ends every PE stays refused."""
+        import integrity
+        allowed = {
+            "_Z26nvshmemx_collective_launchPKv4dim3S1_PPvmP11CUstream_st":
+                "nvshmemx_collective_launch(void const*, dim3, dim3, void**, unsigned long, CUstream_st*)",
+            "_Z41nvshmemx_collective_launch_query_gridsizePKv4dim3PPvmPi":
+                "nvshmemx_collective_launch_query_gridsize(void const*, dim3, void**, unsigned long, int*)",
+        }
+        for name, demangled in allowed.items():
+            self.assertEqual(integrity.demangle(name), demangled)
+            self.assertEqual(integrity.reference_refused(name, demangled), "", demangled)
+        for demangled in ("nvshmem_global_exit(int)", "nvshmemi_init_thread(int)", "evil::nvshmem_malloc(unsigned long)",
+                          "nvshmem_malloc::steal(int)"):
+            self.assertNotEqual(integrity.reference_refused("_Zdummy", demangled), "", demangled)
+
     def test_what_ends_every_pe_or_reaches_inside_the_library_is_refused(self):
         import integrity
         why = integrity.reference_refused("nvshmem_global_exit", "nvshmem_global_exit")
