@@ -215,6 +215,38 @@ __device__ bool wait_for_halos(const JacobiArgs& a, std::uint64_t s) {
   return true;
 }
 
+// One sweep of a block's rows [1, rows] (local rows; 0 and rows + 1 are the halos) from `current` into
+// `next`, by the whole grid of a persistent kernel, as lesson 08's sweep does it: tiles of kTileRows rows
+// and blockDim.x columns, taken across a band of rows first (the blocks at work at any moment share a few
+// neighbouring rows in L2); a thread loads its column of the tile first (every load in flight at once),
+// then computes, reading left and right from L1; columns start at 0, so a warp's loads cover whole
+// 128-byte lines (the threads of columns 0 and nx - 1 only load). On two H200s at 20480^2 this took a
+// sweep from 953 to 627 us against whole rows strided by the grid (block b: rows b + 1, b + 1 + gridDim.x,
+// ...: hundreds of rows far apart at work at once, more than L2 holds with their neighbours).
+constexpr int kTileRows = 8;
+
+__device__ void sweep_tiles(const float* __restrict__ current, float* __restrict__ next, std::size_t nx,
+                            std::size_t rows) {
+  const std::size_t across = (nx + blockDim.x - 1) / blockDim.x;  // tiles across a row
+  const std::size_t tiles = across * ((rows + kTileRows - 1) / kTileRows);
+  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const std::size_t x = (t % across) * blockDim.x + threadIdx.x;
+    const std::size_t first = 1 + (t / across) * kTileRows;  // the tile's first row
+    const int count = static_cast<int>(rows + 1 - first < kTileRows ? rows + 1 - first : kTileRows);
+    if (x >= nx) continue;
+    const float* column = current + (first - 1) * nx + x;  // this column in the row above the tile
+    float c[kTileRows + 2];
+#pragma unroll
+    for (int r = 0; r < kTileRows + 2; ++r)
+      if (r < count + 2) c[r] = column[r * nx];
+    if (x == 0 || x + 1 == nx) continue;  // the grid's boundary columns: kept
+#pragma unroll
+    for (int r = 1; r <= kTileRows; ++r)
+      if (r <= count)
+        next[(first - 1 + r) * nx + x] = 0.25f * ((c[r - 1] + c[r + 1]) + (column[r * nx - 1] + column[r * nx + 1]));
+  }
+}
+
 __global__ void jacobi_kernel(JacobiArgs a) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   __shared__ bool stop;
@@ -228,13 +260,8 @@ __global__ void jacobi_kernel(JacobiArgs a) {
     if (threadIdx.x == 0) stop = gave_up_already(a.give_up_claim);
     __syncthreads();
     if (stop) return;
-    // 2. sweep
-    for (std::size_t r = 1 + blockIdx.x; r <= a.rows; r += gridDim.x)
-      for (std::size_t x = 1 + threadIdx.x; x < nx - 1; x += blockDim.x) {
-        const float up = current[(r - 1) * nx + x], down = current[(r + 1) * nx + x];
-        const float left = current[r * nx + x - 1], right = current[r * nx + x + 1];
-        next[r * nx + x] = 0.25f * ((up + down) + (left + right));
-      }
+    // 2. sweep (in tiles: see sweep_tiles)
+    sweep_tiles(current, next, nx, a.rows);
     grid.sync();
     // 3. the boundary rows into the neighbours' halos, each with its signal behind it
     if (blockIdx.x == 0 && a.pe > 0)
