@@ -63,9 +63,14 @@ class Settings:
     watchdog_caps: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)  # {lesson: {case: s}}
 
     def staging_exclusions(self) -> list[Path]:
-        """Folders that may sit inside the course but are not part of it."""
+        """Folders that may sit inside the course but are not part of it. A submission that is the course's
+        own starter (its lessons/ folder, or one lesson's folder: an instructor grading the starter to see
+        the baseline) is part of it: left out, the staged course had no lessons/ to put the file into."""
+        lessons = self.course / "lessons"
+        own = {self.course.resolve(), lessons.resolve()} | \
+            {folder.resolve() for folder in (lessons.iterdir() if lessons.is_dir() else []) if folder.is_dir()}
         return [self.build_root] + ([self.out] if self.out else []) + \
-            [p for p in self.keep_out if p.resolve() != self.course.resolve()]
+            [p for p in self.keep_out if p.resolve() not in own]
 
 
 class Grader:

@@ -1265,6 +1265,15 @@ class AllowlistObjectTests(unittest.TestCase):
 
 
 class LayoutUnitTests(unittest.TestCase):
+    def test_the_courses_own_starter_as_the_submission_is_staged(self):
+        """grade.py --submission lessons (the course's own starter, an instructor's baseline) crashed: the
+        submission was left out of the staged course, and with it lessons/; a folder outside stays out."""
+        from grading import Settings
+        elsewhere = TMP / "submissions"
+        settings = Settings(course=FIXTURE, build_root=TMP / "stage-build", lessons=[], quiet=True,
+                            keep_out=[FIXTURE / "lessons", FIXTURE / "lessons" / "03-starter", FIXTURE, elsewhere])
+        self.assertEqual(settings.staging_exclusions(), [TMP / "stage-build", elsewhere])
+
     def test_discover_lessons(self):
         lessons = layout.discover_lessons(FIXTURE)
         self.assertEqual([lesson.number for lesson in lessons], [f"0{n}" for n in range(1, 9)])
