@@ -8,7 +8,9 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -99,6 +101,17 @@ int main(int argc, char** argv) {
     const float ones = static_cast<float>(session.pes * (session.pes + 1) / 2);  // 1 + 2 + ... + pes
     std::printf("PE %d: all-reduce of {1, 2, 3, 4} x (PE + 1) gives {%g, %g, %g, %g} (expected {%g, %g, %g, %g})\n",
                 session.pe, got[0], got[1], got[2], got[3], ones, 2 * ones, 3 * ones, 4 * ones);
+    // The words every PE pushed here for float 0 of call 1: the call's number above, the float's bits below.
+    for (int p = 0; p < session.pes; ++p) {
+      std::uint64_t word = 0;
+      CUDA_CHECK(cudaMemcpy(&word, sums.inbox + lesson10::inbox_word(1, session.pes, p, kCount, 0), sizeof word,
+                            cudaMemcpyDeviceToHost));
+      float value = 0;
+      const auto bits = static_cast<std::uint32_t>(word);
+      std::memcpy(&value, &bits, sizeof value);
+      std::printf("PE %d: word from PE %d for float 0: 0x%016llx (call %u, %g)\n", session.pe, p,
+                  static_cast<unsigned long long>(word), static_cast<unsigned>(word >> 32), value);
+    }
     CUDA_CHECK(cudaStreamDestroy(stream));
     CUDA_CHECK(cudaFree(input));
     CUDA_CHECK(cudaFree(output));

@@ -4,7 +4,8 @@
 // Lesson 10: communication started by the GPU. The symmetric heap and the two ways to reach a peer's
 // copy (a pointer, or a put); lesson 08's Jacobi as one kernel per GPU whose first and last blocks
 // put the boundary rows into the neighbours' halos with a signal that the next sweep waits for; an all-reduce
-// of one kernel per GPU that pushes every slice to every PE with a signal. No host orders anything.
+// of one kernel per GPU that pushes every float to every PE in a word with its call's number (LL). No host
+// orders anything.
 // Fill in each TODO(task N); README.md in this folder explains each task, and
 //     meson test -C build --suite 10-nvshmem --print-errorlogs
 // checks your work. Keep the rest as it is; your own #include or helper may go anywhere.
@@ -60,7 +61,7 @@ namespace {
 
 // The report of a block that gave up, written by exactly one block: the first to claim it.
 [[maybe_unused]] __device__ void report_give_up(GiveUp* report, unsigned int* claim, unsigned long long call, int peer,
-                                                int block, int waiting_for) {
+                                                int block) {
   unsigned int free = 0;
   if (!cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(*claim).compare_exchange_strong(
           free, 1u, cuda::memory_order_relaxed))
@@ -68,7 +69,6 @@ namespace {
   volatile GiveUp* live = report;
   live->peer = peer;
   live->block = block;
-  live->waiting_for = waiting_for;
   __threadfence_system();  // the fields before the call number that says they are there
   live->call = call;
 }
@@ -144,21 +144,22 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
 
 // ---- Task 3 -------------------------------------------------------------------------------------
 
-// TODO(task 3): the inbox and the signals on the symmetric heap, the report, the most resident blocks.
+// TODO(task 3): the inbox on the symmetric heap (zeroed), the report, the most resident blocks.
 AllReduceWorkspace open_all_reduce(const Session& session, std::size_t max_count) {
   (void)session;
   (void)max_count;
   NOT_IMPLEMENTED("task 3");
 }
 
-// TODO(task 3): your kernel (wait freed, put with signal, wait arrived, sum in PE order, free) and its launch.
+// TODO(task 3): your kernel (push each float in a word with the call's number, wait for every PE's word of
+// each float, sum in PE order) and its launch (cudaLaunchCooperativeKernel on the stream).
 void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream) {
   (void)args;
   (void)stream;
   NOT_IMPLEMENTED("task 3");
 }
 
-// TODO(task 3): the arguments of this call, one launch, the call and its blocks counted (calls, blocks_run).
+// TODO(task 3): the arguments of this call, one launch, the call counted.
 void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,
                        cudaStream_t stream, const AllReduceLaunch& launch) {
   (void)workspace;

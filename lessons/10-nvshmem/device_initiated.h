@@ -6,7 +6,8 @@
 // mpirun or srun as in lesson 09; each process is one NVSHMEM processing element (PE). The GPU itself
 // moves data into a peer's memory from inside a kernel and tells the peer with a signal: no host
 // orders the communication. First the symmetric heap, then lesson 08's Jacobi with the halos put and
-// signalled by the sweep kernel, then an all-reduce of one kernel per GPU that pushes with signals.
+// signalled by the sweep kernel, then an all-reduce of one kernel per GPU that pushes every float with
+// its call's number beside it in one 8-byte word (the LL protocol: the signal inside the data).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -55,10 +56,9 @@ struct GiveUp {
   unsigned long long call = 0;  // the call (task 3) or the sweep (task 2) in which it gave up; written last
   int peer = 0;                 // the PE it waited for
   int block = 0;                // the block that waited
-  int waiting_for = 0;          // 0: the peer's data (its signal), 1: the peer's "done reading" (task 3)
 };
 
-// Given. "" when `report` says nothing gave up; otherwise who waited for whom, when, and for what.
+// Given. "" when `report` says nothing gave up; otherwise who waited for whom, and when.
 std::string gave_up(const GiveUp& report);
 
 // ---- Task 1: the symmetric heap ---------------------------------------------------------------
@@ -179,7 +179,7 @@ void close_block(const Session& session, JacobiBlock& block);
 // by `iterations` and, when `iterations` is odd, block.current and block.next are swapped (the
 // SymmetricFloats: nothing is copied). A wait that lasts longer than block.patience_ns gives up: the
 // waiting block claims the report (*give_up_claim from 0 to 1) and, if it got the claim, writes
-// *give_up (peer, block, waiting_for = 0, then call = s last, after a system-scope fence); the whole
+// *give_up (peer, block, then call = s last, after a system-scope fence); the whole
 // kernel then ends without sweeping further. The call waits for its stream on the host, then throws
 // std::runtime_error with gave_up()'s text. Any device may be current; it is given back. Throws
 // std::invalid_argument for iterations < 0 and std::runtime_error, with gave_up()'s text, when a
@@ -187,19 +187,29 @@ void close_block(const Session& session, JacobiBlock& block);
 void run_device_initiated(const Session& session, JacobiBlock& block, int iterations);
 
 // ---- Task 3: an all-reduce from inside one kernel per GPU ------------------------------------------
+//
+// The LL protocol ("low latency", NCCL's name), pushed with NVSHMEM: every float travels in one 8-byte
+// word with the number of the call that sent it. A word is written and read whole (one 8-byte store,
+// one 8-byte load), so its float is there exactly when its number is: the reader needs no separate
+// signal, and the writer no fence between the data and the signal. The data moves twice (half of every
+// word is a number): a protocol for small messages, where one trip across the link costs more than the
+// bytes. Put-with-signal (task 2) needs a round trip before the signal may go (the data acknowledged);
+// the word carries its own.
 
-constexpr int kMaxPes = 8;      // the most PEs an all-reduce takes
-constexpr int kMaxBlocks = 32;  // the most blocks its kernel runs (each has signal words of its own)
+constexpr int kMaxPes = 8;       // the most PEs an all-reduce takes
+constexpr int kMaxBlocks = 256;  // the most blocks its kernel runs
 
-// The signal words of task 3, in symmetric memory, zeroed when the workspace is opened. A call's grid
-// depends on its count (all_reduce_blocks), so block b of one call and block b of the next need not
-// cover the same floats: "arrived" is per block and says which call (NVSHMEM_SIGNAL_SET of the call's
-// number), "freed" is per PE and counts blocks (NVSHMEM_SIGNAL_ADD of 1), over the workspace's life.
-struct AllReduceSignals {
-  std::uint64_t arrived[kMaxBlocks][kMaxPes];  // [b][p] = c: PE p's block b of call c has put its slice into my inbox
-  std::uint64_t freed[kMaxPes];                // [p]: how many of PE p's blocks, over all calls, have finished
-                                               // reading PE p's inbox (my slot in it among the others)
-};
+// The word that carries the float whose bits are `value_bits` in call number `call`: the bits in the
+// low 4 bytes, the call number's low 32 bits in the high 4 (a word of call c is never mistaken for one
+// of another call among the last 2^32).
+__host__ __device__ constexpr std::uint64_t ll_word(std::uint32_t value_bits, std::uint64_t call) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(call)) << 32) | value_bits;
+}
+
+// True when `word` was written by call number `call`.
+__host__ __device__ constexpr bool ll_word_of_call(std::uint64_t word, std::uint64_t call) {
+  return static_cast<std::uint32_t>(word >> 32) == static_cast<std::uint32_t>(call);
+}
 
 // One PE's side of the all-reduce.
 struct AllReduceWorkspace {
@@ -207,22 +217,28 @@ struct AllReduceWorkspace {
   int pes = 1;
   int device = 0;
   std::size_t max_count = 0;
-  float* inbox = nullptr;               // symmetric: pes x max_count floats, slot p for PE p's input
-  AllReduceSignals* signals = nullptr;  // symmetric, one
-  std::uint64_t calls = 0;              // calls so far: every PE counts the same (collective calls)
-  std::uint64_t blocks_run = 0;         // the blocks of those calls' grids, added up (every PE the same)
-  int blocks = 0;                       // the most blocks a call's kernel runs: resident at once, <= kMaxBlocks
+  std::uint64_t* inbox = nullptr;  // symmetric, zeroed: 2 halves x pes slots x max_count words; call c uses
+                                   // half c % 2, and PE p's words land in slot p of it (inbox_word below)
+  std::uint64_t calls = 0;         // calls so far: every PE counts the same (collective calls)
+  int blocks = 0;                  // the most blocks a call's kernel runs: resident at once, <= kMaxBlocks
   long long patience_ns = kDefaultPatienceNs;
   GiveUp* give_up = nullptr;              // pinned host memory, one report
   unsigned int* give_up_claim = nullptr;  // device memory, one word
 };
 
-// Task 3. Collective (every PE, the same max_count): allocates the inbox and the signals on the
-// symmetric heap (the signals zeroed), the give-up report (zeroed) and its claim word (0), and sets
-// `blocks` to the most blocks of your kernel that fit on session.device at once (from
-// nvshmemx_collective_launch_query_gridsize), at most kMaxBlocks and at least 1. Leaves the caller's
-// current device as it was. Throws std::invalid_argument, before any NVSHMEM or CUDA call, for
-// max_count = 0 and std::runtime_error when session.pes > kMaxPes.
+// Where PE `from`'s word for float i of call number `call` lands, in every PE's inbox.
+__host__ __device__ constexpr std::size_t inbox_word(std::uint64_t call, int pes, int from, std::size_t max_count,
+                                                     std::size_t i) {
+  return ((call % 2) * static_cast<std::size_t>(pes) + static_cast<std::size_t>(from)) * max_count + i;
+}
+
+// Task 3. Collective (every PE, the same max_count): allocates the inbox on the symmetric heap, zeroed
+// (nvshmem_calloc of 2 x pes x max_count words), the give-up report (zeroed) and its claim word (0), and
+// sets `blocks` to the most blocks of your kernel that fit on session.device at once
+// (nvshmemx_collective_launch_query_gridsize, or cudaOccupancyMaxActiveBlocksPerMultiprocessor times
+// the SMs), at most kMaxBlocks and at least 1. Leaves the caller's current device as it was. Throws
+// std::invalid_argument, before any NVSHMEM or CUDA call, for max_count = 0 and std::runtime_error when
+// session.pes > kMaxPes.
 AllReduceWorkspace open_all_reduce(const Session& session, std::size_t max_count);
 
 // Given (nvshmem_session.cpp). Collective: waits for the device, frees what open_all_reduce made.
@@ -236,63 +252,58 @@ struct AllReduceArgs {
   float* output = nullptr;       // count floats of this PE's device
   std::size_t count = 0;         // 1 or more
   std::size_t max_count = 0;     // workspace.max_count: the inbox's slot size
-  float* inbox = nullptr;
-  AllReduceSignals* signals = nullptr;
-  std::uint64_t call = 0;           // this call's number, from 1: workspace.calls + 1
-  int blocks = 0;                   // the grid: all_reduce_blocks(workspace, count)
-  std::uint64_t blocks_before = 0;  // the blocks of every earlier call: workspace.blocks_run
+  std::uint64_t* inbox = nullptr;
+  std::uint64_t call = 0;  // this call's number, from 1: workspace.calls + 1
+  int blocks = 0;          // the grid: all_reduce_blocks(workspace, count)
   long long patience_ns = kDefaultPatienceNs;
   GiveUp* give_up = nullptr;
   unsigned int* give_up_claim = nullptr;
-  long long delay_sum_ns = 0;  // a test's hook: each block spins this long before step 4 (0: not at all)
+  long long delay_sum_ns = 0;  // a test's hook: each block spins this long before step 2 (0: not at all)
+  int silent_to = -1;          // a test's hook: no word goes to this PE (-1: none), whose wait then gives up
 };
 
-// Given (nvshmem_session.cpp). The grid of a call of `count` floats: one block per 4096 floats, at
-// least 1, at most workspace.blocks. Block b's slice is [count * b / blocks, count * (b + 1) / blocks):
-// the same on every PE (any split would do that every PE makes the same way).
+// Given (nvshmem_session.cpp). The grid of a call of `count` floats: one block per 512 floats, at least
+// 1, at most workspace.blocks. Block b's slice is [count * b / blocks, count * (b + 1) / blocks): the
+// same on every PE (any split would do that every PE makes the same way).
 int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 
-// Task 3. Enqueues on `stream` (of the current device) this PE's kernel of one call, launched with
-// nvshmemx_collective_launch, a grid of args.blocks blocks, whose block b, with c = args.call and
-// [lo, hi) its slice:
-//  1. waits, for every PE p, until every block of every earlier call on p has finished reading p's
-//     inbox: signals->freed[p] >= args.blocks_before (the barrier before the inbox is used again: this
-//     block's floats may have been another block's in the previous call, whose grid may differ);
-//  2. puts input[lo, hi) into slot pe of every PE p's inbox (inbox + pe * max_count + lo), with
-//     signals->arrived[b][pe] of PE p set to c (nvshmemx_putmem_signal_nbi_block by the whole block, or
-//     nvshmem_putmem_signal_nbi from one thread for the whole slice, with NVSHMEM_SIGNAL_SET: the signal
-//     never arrives before the data);
-//  3. waits until every PE p's block b has put its slice here: signals->arrived[b][p] >= c;
-//  4. writes output[i] = inbox[0][i] + inbox[1][i] + ... + inbox[pes - 1][i] for i in [lo, hi), added in
-//     PE order in float from the first: every PE gets the same bits;
-//  5. tells every PE p that one more of this PE's blocks has read this PE's inbox: signals->freed[pe] of
-//     PE p increased by 1 (NVSHMEM_SIGNAL_ADD), after every thread's reads and a system-scope fence (the
-//     release that matches the acquire at the end of a signal wait); then completes its own puts
-//     (nvshmem_quiet).
-// A wait (steps 1 and 3) that lasts longer than args.patience_ns gives up: the block claims the report
-// (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, waiting_for: 0
-// in step 3, 1 in step 1, then call = c last, after a system-scope fence); claim or not, it then writes
-// nothing into output, skips step 5 and returns. A block that finds *give_up_claim set when it starts
-// returns at once (the owner is broken: calls enqueued after the one that gave up do not wait out their
-// patience each). pes >= 1 and count >= 1 always.
+// Task 3. Enqueues on `stream` (of the current device) this PE's kernel of one call: a grid of
+// args.blocks blocks, all resident at once (cudaLaunchCooperativeKernel on `stream`; see the README for
+// why not nvshmemx_collective_launch here), whose block b, with c = args.call and [lo, hi) its slice:
+//  1. for every PE p but args.silent_to, and every i in [lo, hi), puts ll_word(bits of input[i], c)
+//     into word inbox_word(c, pes, pe, max_count, i) of p's inbox: one 8-byte put (nvshmem_uint64_p),
+//     or one 8-byte store through the address nvshmem_ptr gives for p;
+//  2. for every i in [lo, hi), reads word inbox_word(c, pes, p, max_count, i) of its own inbox for p = 0,
+//     1, ..., pes - 1, each whole (one 8-byte load, fresh each time: volatile or cuda::atomic_ref), until
+//     ll_word_of_call(word, c), and writes output[i] = the floats added in PE order in float from the
+//     first: every PE gets the same bits.
+// No barrier, no other signal: the half that call c writes was last read by call c - 2, and a PE whose
+// kernel c has started has ended its kernel c - 1 (one stream), which ran only until every PE's words of
+// call c - 1 had come, so every PE had started call c - 1: its kernel c - 2 had ended.
+// A wait (step 2) that lasts longer than args.patience_ns gives up: the block claims the report
+// (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, then call = c
+// last, after a system-scope fence); claim or not, it then writes nothing more into output
+// and returns. A block that finds *give_up_claim set when it starts returns at once (the owner is
+// broken: calls enqueued after the one that gave up do not wait out their patience each). pes >= 1 and
+// count >= 1 always.
 void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream);
 
 // How a PE's kernel is enqueued: enqueue_all_reduce_kernel's signature. The tests pass their own, which
-// calls it after them: one that holds the stream first, one that sets delay_sum_ns, one that skips a call.
+// calls it after them: one that holds the stream first, one that sets delay_sum_ns, one that sets
+// silent_to.
 using AllReduceLaunch = std::function<void(const AllReduceArgs& args, cudaStream_t stream)>;
 
 // Task 3. Collective (every PE, the same count): output[0, count) on every PE = the sum of every PE's
 // input[0, count), through ONE kernel per PE: with workspace.device current, workspace.calls + 1 as the
-// call, all_reduce_blocks(workspace, count) blocks, workspace.blocks_run as blocks_before,
+// call and all_reduce_blocks(workspace, count) blocks,
 //     launch(args, stream)
 // and no other call on the stream: no host wait, no host barrier (the kernels order themselves through
-// the signals). Then workspace.calls grows by one and workspace.blocks_run by the call's blocks (also
-// when `launch` enqueued nothing). input and output are memory of workspace.device; `stream` is a
-// stream of it, the same for every call of the workspace (one PE's kernels run one after another). Any
-// device may be current; it is given back. count = 0: nothing at all (calls and blocks_run do not
-// grow). Throws, before any CUDA call, std::invalid_argument for count > workspace.max_count or a null
-// input or output with count > 0, and std::runtime_error, with gave_up()'s text, when a kernel of an
-// earlier call gave up.
+// their words). Then workspace.calls grows by one (also when `launch` enqueued nothing). input and output
+// are memory of workspace.device; `stream` is a stream of it, the same for every call of the workspace
+// (one PE's kernels run one after another: the protocol above counts on it). Any device may be current;
+// it is given back. count = 0: nothing at all (calls does not grow). Throws, before any CUDA call,
+// std::invalid_argument for count > workspace.max_count or a null input or output with count > 0, and
+// std::runtime_error, with gave_up()'s text, when a kernel of an earlier call gave up.
 void device_all_reduce(AllReduceWorkspace& workspace, const float* input, float* output, std::size_t count,
                        cudaStream_t stream, const AllReduceLaunch& launch = enqueue_all_reduce_kernel);
 

@@ -59,11 +59,10 @@ std::string gave_up(const GiveUp& report) {
   if (seen.call == 0) return "";
   seen.peer = live->peer;
   seen.block = live->block;
-  seen.waiting_for = live->waiting_for;
   std::ostringstream text;
   text << "block " << seen.block << " gave up waiting in call (or sweep) " << seen.call << " for PE " << seen.peer
-       << (seen.waiting_for == 0 ? ": its data (signal) never came" : ": it never said it had read its inbox")
-       << " (a PE that never launched its kernel, a missing put or signal, a wait for the wrong value?)";
+       << ": its data never came (a PE that never launched its kernel, a missing put or signal, a wait for the "
+          "wrong value?)";
   return text.str();
 }
 
@@ -93,14 +92,13 @@ void close_all_reduce(AllReduceWorkspace& workspace) {
   CUDA_CHECK(cudaDeviceSynchronize());
   nvshmem_barrier_all();
   if (workspace.inbox != nullptr) nvshmem_free(workspace.inbox);
-  if (workspace.signals != nullptr) nvshmem_free(workspace.signals);
   if (workspace.give_up != nullptr) CUDA_CHECK(cudaFreeHost(workspace.give_up));
   if (workspace.give_up_claim != nullptr) CUDA_CHECK(cudaFree(workspace.give_up_claim));
   workspace = AllReduceWorkspace{};
 }
 
 int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count) {
-  constexpr std::size_t kFloatsPerBlock = 4096;
+  constexpr std::size_t kFloatsPerBlock = 512;
   const std::size_t wanted = (count + kFloatsPerBlock - 1) / kFloatsPerBlock;
   const std::size_t most = workspace.blocks < 1 ? 1 : static_cast<std::size_t>(workspace.blocks);
   return static_cast<int>(wanted < 1 ? 1 : (wanted > most ? most : wanted));
