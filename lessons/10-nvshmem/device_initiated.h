@@ -162,26 +162,29 @@ void close_block(const Session& session, JacobiBlock& block);
 // blocks wait for each other within the grid, cooperative-groups grid.sync(), and for the peers'
 // signals; size the grid with nvshmemx_collective_launch_query_gridsize). For each sweep s (from
 // block.sweeps + 1 to block.sweeps + iterations), the kernel:
-//  1. waits until the halos of `current` hold the neighbours' rows of sweep s - 1: for s - 1 >= 1,
-//     signals[2 * ((s - 1) % 2) + 0] >= s - 1 when there is a PE above, [... + 1] >= s - 1 when there is
-//     a PE below (the first sweep of the block's life reads the halos decompose copied);
+//  1. waits, before anything reads a halo of `current`, until it holds the neighbour's row of sweep s - 1:
+//     for s - 1 >= 1, signals[2 * ((s - 1) % 2) + 0] >= s - 1 for the halo above when there is a PE above,
+//     [... + 1] >= s - 1 for the halo below when there is a PE below (the first sweep of the block's life
+//     reads the halos decompose copied);
 //  2. sweeps every interior point of its rows from `current` into `next`;
-//  3. once the whole grid has swept (grid.sync()), puts its first row (local row 1 of `next`) into the
-//     halo below of the PE above (its local row rows_above + 1 of the same symmetric `next`), with
-//     signal [2 * (s % 2) + 1] of that PE set to s; and its last row into local row 0 of the PE below's
-//     `next`, with signal [2 * (s % 2) + 0] of that PE set to s: nvshmemx_putmem_signal_nbi_block by the
+//  3. once its first row is swept (after a grid.sync(), or as soon as every block that writes it is done
+//     and has made its stores visible), puts it (local row 1 of `next`) into the halo below of the PE
+//     above (its local row rows_above + 1 of the same symmetric `next`), with signal [2 * (s % 2) + 1] of
+//     that PE set to s; and, once its last row is swept, that row into local row 0 of the PE below's
+//     `next`, with signal [2 * (s % 2) + 0] of that PE set to s: nvshmemx_putmem_signal_nbi_block by a
 //     whole block (or nvshmem_putmem_signal_nbi from one thread for the whole row), so that the signal can
-//     never arrive before its row. PE 0 puts nothing
-//     up and the last PE nothing down: those halos are the grid's boundary;
-//  4. swaps its own views of `current` and `next` and goes on with s + 1.
+//     never arrive before its row; the put is complete (nvshmem_quiet) before a later sweep writes the
+//     row again. PE 0 puts nothing up and the last PE nothing down: those halos are the grid's boundary;
+//  4. meets the whole grid (grid.sync()) before any block reads what another wrote, swaps its own views
+//     of `current` and `next` and goes on with s + 1.
 // After the last sweep S it waits, as in step 1, for the halos of sweep S (so that `current` holds them
-// when the call returns) and completes its own puts (nvshmem_quiet). On return, block.sweeps has grown
+// when the call returns). On return, block.sweeps has grown
 // by `iterations` and, when `iterations` is odd, block.current and block.next are swapped (the
 // SymmetricFloats: nothing is copied). A wait that lasts longer than block.patience_ns gives up: the
 // waiting block claims the report (*give_up_claim from 0 to 1) and, if it got the claim, writes
 // *give_up (peer, block, then call = s last, after a system-scope fence); the whole
-// kernel then ends without sweeping further. The call waits for its stream on the host, then throws
-// std::runtime_error with gave_up()'s text. Any device may be current; it is given back. Throws
+// kernel then ends at that sweep's grid.sync(), without starting another. The call waits for its stream on the host,
+// then throws std::runtime_error with gave_up()'s text. Any device may be current; it is given back. Throws
 // std::invalid_argument for iterations < 0 and std::runtime_error, with gave_up()'s text, when a
 // kernel of an earlier call gave up, both before any CUDA call.
 void run_device_initiated(const Session& session, JacobiBlock& block, int iterations);

@@ -200,69 +200,112 @@ struct JacobiArgs {
   long long patience_ns;
   GiveUp* give_up;
   unsigned int* give_up_claim;
-  unsigned int* taken;  // device memory, one counter: the tiles of the sweep handed out so far
+  unsigned int* counters;  // device memory, zeroed before the launch: 2 x kCounters, sweep s uses half s % 2
 };
 
-// Block 0, thread 0: waits for the halos of sweep s (signals of its parity). False when it gave up.
-__device__ bool wait_for_halos(const JacobiArgs& a, std::uint64_t s) {
-  if (a.pe > 0 && !wait_for_signal(&a.signals[2 * (s % 2) + 0], s, a.patience_ns)) {
-    report_give_up(a.give_up, a.give_up_claim, s, a.pe - 1, 0);
-    return false;
-  }
-  if (a.pe < a.pes - 1 && !wait_for_signal(&a.signals[2 * (s % 2) + 1], s, a.patience_ns)) {
-    report_give_up(a.give_up, a.give_up_claim, s, a.pe + 1, 0);
-    return false;
-  }
-  return true;
+// A sweep's counters: the tiles handed out, and the tiles of its first and of its last band that are done.
+constexpr int kTaken = 0, kFirstBandDone = 1, kLastBandDone = 2, kCounters = 3;
+
+// Thread 0 of block `block`: waits until the halo above (side 0) or below (side 1) of `current` holds
+// the neighbour's row of sweep s. False when it gave up (and claimed the report, when it was the first).
+__device__ bool wait_for_halo(const JacobiArgs& a, std::uint64_t s, int side, int block) {
+  if (wait_for_signal(&a.signals[2 * (s % 2) + side], s, a.patience_ns)) return true;
+  report_give_up(a.give_up, a.give_up_claim, s, side == 0 ? a.pe - 1 : a.pe + 1, block);
+  return false;
 }
 
-// One sweep of a block's rows [1, rows] (local rows; 0 and rows + 1 are the halos) from `current` into
-// `next`, by the whole grid of a persistent kernel, in lesson 08's tiles: kTileRows rows and blockDim.x
-// columns, numbered across a band of rows first; a thread loads its column of the tile first (every load
-// in flight at once), then computes, reading left and right from L1; columns start at 0, so a warp's
-// loads cover whole 128-byte lines (the threads of columns 0 and nx - 1 only load).
-// The tiles are handed out as the hardware hands out the blocks of a launch: in order, to whichever block
-// is free (an atomic counter, the next tile's number taken while the block sweeps this one). The tiles at
-// work at any moment are then neighbours, whose shared rows are still in L2; handed out statically
-// (block b: tiles b, b + gridDim.x, ...) the blocks drift apart within a sweep, and rows come from memory
-// again. On one H200, 10240 x 20480 points a sweep: static 621 us, in order 493 us (one launch a sweep,
-// a block a tile, as lesson 08 does it: 462 us); this kernel on two H200s at 20480^2: 627 -> 508 us.
+// Lesson 08's tiles: kTileRows rows and blockDim.x columns; a thread loads its column of the tile first
+// (every load in flight at once), then computes, reading left and right from L1; columns start at 0, so
+// a warp's loads cover whole 128-byte lines (the threads of columns 0 and nx - 1 only load).
 constexpr int kTileRows = 8;
 
-__device__ void sweep_tiles(const float* __restrict__ current, float* __restrict__ next, std::size_t nx,
-                            std::size_t rows, unsigned int* taken) {
+__device__ void sweep_tile(const float* __restrict__ current, float* __restrict__ next, std::size_t nx,
+                           std::size_t rows, std::size_t x, std::size_t first) {
+  if (x >= nx) return;
+  const int count = static_cast<int>(rows + 1 - first < kTileRows ? rows + 1 - first : kTileRows);
+  const float* column = current + (first - 1) * nx + x;  // this column in the row above the tile
+  float c[kTileRows + 2];
+#pragma unroll
+  for (int r = 0; r < kTileRows + 2; ++r)
+    if (r < count + 2) c[r] = column[r * nx];
+  if (x == 0 || x + 1 == nx) return;  // the grid's boundary columns: kept
+#pragma unroll
+  for (int r = 1; r <= kTileRows; ++r)
+    if (r <= count)
+      next[(first - 1 + r) * nx + x] = 0.25f * ((c[r - 1] + c[r + 1]) + (column[r * nx - 1] + column[r * nx + 1]));
+}
+
+// The band of rows that the k-th band handed out is: the first, then the last (the rows the neighbours
+// wait for), then the others from the top.
+__device__ unsigned int band_of(unsigned int k, unsigned int bands) {
+  return k == 0 ? 0 : (k == 1 ? bands - 1 : k - 1);
+}
+
+// Sweep s of the PE's rows [1, rows] (local rows; 0 and rows + 1 are the halos) from `current` into
+// `next`, by the whole grid of a persistent kernel. The tiles are handed out as the hardware hands out the
+// blocks of a launch: in order, to whichever block is free (an atomic counter, the next tile's number taken
+// while the block sweeps this one), so the tiles at work at any moment are neighbours whose shared rows
+// are still in L2 (handed out statically, block b: tiles b, b + gridDim.x, ..., the blocks drift apart
+// within a sweep and rows come from memory again: on one H200, 10240 x 20480 points, 621 us a sweep
+// against 487). The two bands that hold the boundary rows go first: the block that finishes the last tile
+// of one puts its row to the neighbour at once, and the rest of the sweep hides the trip. Only the tiles
+// of those bands read a halo, so only they wait for the neighbours' rows of sweep s - 1. False when this
+// block gave up waiting.
+__device__ bool sweep(const JacobiArgs& a, std::uint64_t s, const float* __restrict__ current, float* __restrict__ next,
+                      unsigned int* counters) {
   __shared__ unsigned int tile;
-  const unsigned int across = static_cast<unsigned int>((nx + blockDim.x - 1) / blockDim.x);  // tiles across a row
-  const unsigned int tiles = across * static_cast<unsigned int>((rows + kTileRows - 1) / kTileRows);
+  __shared__ int flags;  // 1: this block finished the first band, 2: the last band; 4: it gave up waiting
+  const std::size_t nx = a.nx, rows = a.rows;
+  const unsigned int across = static_cast<unsigned int>((nx + blockDim.x - 1) / blockDim.x);  // tiles a band
+  const unsigned int bands = static_cast<unsigned int>((rows + kTileRows - 1) / kTileRows);
+  const unsigned int tiles = across * bands;
+  const bool above = a.pe > 0, below = a.pe < a.pes - 1;  // the neighbours
   unsigned int following = 0;
-  if (threadIdx.x == 0) following = atomicAdd(taken, 1u);
+  if (threadIdx.x == 0) following = atomicAdd(&counters[kTaken], 1u);
   for (;;) {
-    __syncthreads();  // every thread is done with the last tile's number
+    __syncthreads();  // every thread is done with the last tile's number and flags
     if (threadIdx.x == 0) {
       tile = following;
-      following = atomicAdd(taken, 1u);  // on its way while this tile is swept
+      following = atomicAdd(&counters[kTaken], 1u);  // on its way while this tile is swept
+      flags = 0;
+      if (tile < tiles && s > 1) {  // 1. the halos this tile reads hold the neighbours' rows of sweep s - 1
+        const unsigned int band = band_of(tile / across, bands);
+        if ((band == 0 && above && !wait_for_halo(a, s - 1, 0, static_cast<int>(blockIdx.x))) ||
+            (band == bands - 1 && below && !wait_for_halo(a, s - 1, 1, static_cast<int>(blockIdx.x))))
+          flags = 4;
+      }
     }
     __syncthreads();
     const unsigned int t = tile;
-    if (t >= tiles) return;
-    const std::size_t x = std::size_t{t % across} * blockDim.x + threadIdx.x;
-    const std::size_t first = 1 + std::size_t{t / across} * kTileRows;  // the tile's first row
-    const int count = static_cast<int>(rows + 1 - first < kTileRows ? rows + 1 - first : kTileRows);
-    if (x >= nx) continue;
-    const float* column = current + (first - 1) * nx + x;  // this column in the row above the tile
-    float c[kTileRows + 2];
-#pragma unroll
-    for (int r = 0; r < kTileRows + 2; ++r)
-      if (r < count + 2) c[r] = column[r * nx];
-    if (x == 0 || x + 1 == nx) continue;  // the grid's boundary columns: kept
-#pragma unroll
-    for (int r = 1; r <= kTileRows; ++r)
-      if (r <= count)
-        next[(first - 1 + r) * nx + x] = 0.25f * ((c[r - 1] + c[r + 1]) + (column[r * nx - 1] + column[r * nx + 1]));
+    if (t >= tiles) return true;
+    if (flags == 4) return false;
+    // 2. sweep the tile
+    const unsigned int band = band_of(t / across, bands);
+    sweep_tile(current, next, nx, rows, std::size_t{t % across} * blockDim.x + threadIdx.x,
+               1 + std::size_t{band} * kTileRows);
+    // 3. the block that finishes a boundary band puts its row into the neighbour's halo, the signal behind it
+    const bool first_band = band == 0 && above, last_band = band == bands - 1 && below;
+    if (!first_band && !last_band) continue;
+    __syncthreads();  // the block's stores of this tile are issued
+    if (threadIdx.x == 0) {
+      __threadfence();  // and visible before the count says the tile is done
+      flags = (first_band && atomicAdd(&counters[kFirstBandDone], 1u) + 1 == across ? 1 : 0) |
+              (last_band && atomicAdd(&counters[kLastBandDone], 1u) + 1 == across ? 2 : 0);
+      __threadfence();  // the other blocks' stores of the band, which their counts covered, before the put reads
+    }
+    __syncthreads();
+    if (flags & 1)
+      nvshmemx_putmem_signal_nbi_block(next + (a.rows_above + 1) * nx, next + 1 * nx, nx * sizeof(float),
+                                       &a.signals[2 * (s % 2) + 1], s, NVSHMEM_SIGNAL_SET, a.pe - 1);
+    if (flags & 2)
+      nvshmemx_putmem_signal_nbi_block(next, next + a.rows * nx, nx * sizeof(float), &a.signals[2 * (s % 2) + 0], s,
+                                       NVSHMEM_SIGNAL_SET, a.pe + 1);
+    // the puts have read their rows before a later sweep writes this buffer again
+    if (flags != 0 && threadIdx.x == 0) nvshmem_quiet();
   }
 }
 
-// Five blocks of 256 threads an SM (48 registers a thread): on one H200 493 us a sweep against 568 us at
+// Five blocks of 256 threads an SM (48 registers a thread): on one H200 487 us a sweep against 568 us at
 // the four blocks the compiler's own choice of registers leaves room for.
 constexpr int kJacobiThreads = 256, kJacobiBlocksPerSm = 5;
 
@@ -271,36 +314,23 @@ __global__ void __launch_bounds__(kJacobiThreads, kJacobiBlocksPerSm) jacobi_ker
   __shared__ bool stop;
   float* current = a.current;
   float* next = a.next;
-  const std::size_t nx = a.nx;
   for (std::uint64_t s = a.first_sweep; s <= a.last_sweep; ++s) {
-    // 1. the halos of `current` are those of sweep s - 1
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      *a.taken = 0;                               // the last sweep took its tiles before the grid.sync() that ended it
-      if (s > 1) (void)wait_for_halos(a, s - 1);  // claims the report when not
-    }
+    // the next sweep's counters, last used by the sweep before this one (ended by its grid.sync())
+    if (blockIdx.x == 0 && threadIdx.x < kCounters) a.counters[kCounters * ((s + 1) % 2) + threadIdx.x] = 0;
+    (void)sweep(a, s, current, next, a.counters + kCounters * (s % 2));  // a block that gave up claimed the report
+    // 4. the whole grid has swept before any block reads `next`; a PE that gave up stops here, every block
     grid.sync();
     if (threadIdx.x == 0) stop = gave_up_already(a.give_up_claim);
     __syncthreads();
     if (stop) return;
-    // 2. sweep (in tiles: see sweep_tiles)
-    sweep_tiles(current, next, nx, a.rows, a.taken);
-    grid.sync();
-    // 3. the boundary rows into the neighbours' halos, each with its signal behind it
-    if (blockIdx.x == 0 && a.pe > 0)
-      nvshmemx_putmem_signal_nbi_block(next + (a.rows_above + 1) * nx, next + 1 * nx, nx * sizeof(float),
-                                       &a.signals[2 * (s % 2) + 1], s, NVSHMEM_SIGNAL_SET, a.pe - 1);
-    if (blockIdx.x == gridDim.x - 1 && a.pe < a.pes - 1)
-      nvshmemx_putmem_signal_nbi_block(next, next + a.rows * nx, nx * sizeof(float), &a.signals[2 * (s % 2) + 0], s,
-                                       NVSHMEM_SIGNAL_SET, a.pe + 1);
-    // the puts have read their rows before a later sweep writes this buffer again
-    if ((blockIdx.x == 0 || blockIdx.x == gridDim.x - 1) && threadIdx.x == 0) nvshmem_quiet();
-    // 4. swap
     float* swept = next;
     next = current;
     current = swept;
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0 && a.last_sweep >= a.first_sweep) (void)wait_for_halos(a, a.last_sweep);
-  if (threadIdx.x == 0) nvshmem_quiet();
+  // `current` holds the neighbours' rows of the last sweep when the call returns
+  if (blockIdx.x == 0 && threadIdx.x == 0 && a.last_sweep >= a.first_sweep &&
+      (a.pe == 0 || wait_for_halo(a, a.last_sweep, 0, 0)) && a.pe < a.pes - 1)
+    (void)wait_for_halo(a, a.last_sweep, 1, 0);
 }
 
 }  // namespace
@@ -310,8 +340,9 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
   throw_if_gave_up(block.give_up, "run_device_initiated");
   if (iterations == 0) return;
   const course::DeviceGuard on_device(session.device);
-  unsigned int* taken = nullptr;  // the sweeps' tile counter, this call's own
-  CUDA_CHECK(cudaMallocAsync(&taken, sizeof(unsigned int), block.stream));
+  unsigned int* counters = nullptr;  // the sweeps' counters (JacobiArgs), this call's own, zeroed
+  CUDA_CHECK(cudaMallocAsync(&counters, 2 * kCounters * sizeof(unsigned int), block.stream));
+  CUDA_CHECK(cudaMemsetAsync(counters, 0, 2 * kCounters * sizeof(unsigned int), block.stream));
   JacobiArgs args{session.pe,
                   session.pes,
                   block.nx,
@@ -325,7 +356,7 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
                   block.patience_ns,
                   block.give_up,
                   block.give_up_claim,
-                  taken};
+                  counters};
   void* kernel_args[] = {&args};
   int most = 0;
   nvshmem_check(nvshmemx_collective_launch_query_gridsize(reinterpret_cast<const void*>(jacobi_kernel),
@@ -337,7 +368,7 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
   nvshmem_check(nvshmemx_collective_launch(reinterpret_cast<const void*>(jacobi_kernel), dim3(blocks),
                                            dim3(kJacobiThreads), kernel_args, 0, block.stream),
                 "nvshmemx_collective_launch");
-  CUDA_CHECK(cudaFreeAsync(taken, block.stream));
+  CUDA_CHECK(cudaFreeAsync(counters, block.stream));
   CUDA_CHECK(cudaStreamSynchronize(block.stream));
   block.sweeps += static_cast<std::uint64_t>(iterations);
   if (iterations % 2 == 1) std::swap(block.current, block.next);
