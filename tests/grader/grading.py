@@ -64,11 +64,12 @@ class Settings:
 
     def staging_exclusions(self) -> list[Path]:
         """Folders that may sit inside the course but are not part of it. A submission that is the course's
-        own starter (its lessons/ folder, or one lesson's folder: an instructor grading the starter to see
-        the baseline) is part of it: left out, the staged course had no lessons/ to put the file into."""
+        own starter (its lessons/ folder, or a lesson's folder: an instructor grading the starter to see the
+        baseline) is part of it: left out, the staged course had no lessons/ to put the file into. Any other
+        folder inside lessons/ (a student's, say) stays out."""
         lessons = self.course / "lessons"
         own = {self.course.resolve(), lessons.resolve()} | \
-            {folder.resolve() for folder in (lessons.iterdir() if lessons.is_dir() else []) if folder.is_dir()}
+            {(lessons / lesson.slug).resolve() for lesson in layout.discover_lessons(self.course)}
         return [self.build_root] + ([self.out] if self.out else []) + \
             [p for p in self.keep_out if p.resolve() not in own]
 

@@ -1269,10 +1269,11 @@ class LayoutUnitTests(unittest.TestCase):
         """grade.py --submission lessons (the course's own starter, an instructor's baseline) crashed: the
         submission was left out of the staged course, and with it lessons/; a folder outside stays out."""
         from grading import Settings
-        elsewhere = TMP / "submissions"
+        elsewhere, inside = TMP / "submissions", FIXTURE / "lessons" / "alice"  # a student's folder, not a lesson
         settings = Settings(course=FIXTURE, build_root=TMP / "stage-build", lessons=[], quiet=True,
-                            keep_out=[FIXTURE / "lessons", FIXTURE / "lessons" / "03-starter", FIXTURE, elsewhere])
-        self.assertEqual(settings.staging_exclusions(), [TMP / "stage-build", elsewhere])
+                            keep_out=[FIXTURE / "lessons", FIXTURE / "lessons" / "03-starter", FIXTURE, elsewhere,
+                                      inside])
+        self.assertEqual(settings.staging_exclusions(), [TMP / "stage-build", elsewhere, inside])
 
     def test_discover_lessons(self):
         lessons = layout.discover_lessons(FIXTURE)
