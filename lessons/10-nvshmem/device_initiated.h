@@ -178,15 +178,15 @@ void close_block(const Session& session, JacobiBlock& block);
 //  4. meets the whole grid (grid.sync()) before any block reads what another wrote, swaps its own views
 //     of `current` and `next` and goes on with s + 1.
 // After the last sweep S it waits, as in step 1, for the halos of sweep S (so that `current` holds them
-// when the call returns). On return, block.sweeps has grown
-// by `iterations` and, when `iterations` is odd, block.current and block.next are swapped (the
-// SymmetricFloats: nothing is copied). A wait that lasts longer than block.patience_ns gives up: the
-// waiting block claims the report (*give_up_claim from 0 to 1) and, if it got the claim, writes
-// *give_up (peer, block, then call = s last, after a system-scope fence); the whole
-// kernel then ends at that sweep's grid.sync(), without starting another. The call waits for its stream on the host,
-// then throws std::runtime_error with gave_up()'s text. Any device may be current; it is given back. Throws
-// std::invalid_argument for iterations < 0 and std::runtime_error, with gave_up()'s text, when a
-// kernel of an earlier call gave up, both before any CUDA call.
+// when the call returns). On return, block.sweeps has grown by `iterations` and, when `iterations` is
+// odd, block.current and block.next are swapped (the SymmetricFloats: nothing is copied). A wait that
+// lasts longer than block.patience_ns gives up: the waiting block claims the report (*give_up_claim
+// from 0 to 1) and, if it got the claim, writes *give_up (peer, block, then call = s last, after a
+// system-scope fence); the whole kernel then ends at that sweep's grid.sync(), without starting another.
+// The call waits for its stream on the host, then throws std::runtime_error with gave_up()'s text. Any
+// device may be current; it is given back. Throws std::invalid_argument for iterations < 0 and
+// std::runtime_error, with gave_up()'s text, when a kernel of an earlier call gave up, both before any
+// CUDA call.
 void run_device_initiated(const Session& session, JacobiBlock& block, int iterations);
 
 // ---- Task 3: an all-reduce from inside one kernel per GPU ------------------------------------------
@@ -284,11 +284,10 @@ int all_reduce_blocks(const AllReduceWorkspace& workspace, std::size_t count);
 // kernel c has started has ended its kernel c - 1 (one stream), which ran only until every PE's words of
 // call c - 1 had come, so every PE had started call c - 1: its kernel c - 2 had ended.
 // A wait (step 2) that lasts longer than args.patience_ns gives up: the block claims the report
-// (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, then call = c
-// last, after a system-scope fence); claim or not, it then writes nothing more into output
-// and returns. A block that finds *give_up_claim set when it starts returns at once (the owner is
-// broken: calls enqueued after the one that gave up do not wait out their patience each). pes >= 1 and
-// count >= 1 always.
+// (*give_up_claim from 0 to 1) and, if it got the claim, writes *give_up (peer, block, then call = c last,
+// after a system-scope fence); claim or not, it then writes nothing more into output and returns. A block
+// that finds *give_up_claim set when it starts returns at once (the owner is broken: calls enqueued after
+// the one that gave up do not wait out their patience each). pes >= 1 and count >= 1 always.
 void enqueue_all_reduce_kernel(const AllReduceArgs& args, cudaStream_t stream);
 
 // How a PE's kernel is enqueued: enqueue_all_reduce_kernel's signature. The tests pass their own, which
