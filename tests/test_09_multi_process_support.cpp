@@ -5,40 +5,17 @@
 #include "test_09_multi_process_support.h"
 
 #include <cuda_runtime.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
-#include <thread>
 
 #include "common/check.h"
-#include "common/programs.h"
 #include "common/random.h"
 #include "common/testing/gpu_test.h"
 
 namespace lesson09_tests {
-namespace {
-
-// What mpirun is given besides the program: this machine only, over shared memory (ob1 with the
-// self and vader transports: no UCX, no network), with more ranks than cores allowed and no
-// binding (the ranks mostly wait), as root too (a container's root; Open MPI refuses it otherwise).
-std::vector<std::string> mpirun_arguments(int ranks) {
-  return {mpirun_path(), "-n",  std::to_string(ranks), "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
-          "--mca",       "btl", "self,vader",          "--tag-output"};
-}
-
-}  // namespace
 
 std::string mpirun_path() {
 #ifdef COURSE_MPIRUN
@@ -48,85 +25,10 @@ std::string mpirun_path() {
 #endif
 }
 
-std::string MpiJob::describe() const {
-  std::ostringstream out;
-  if (!started) return "mpirun was not started";
-  if (timed_out)
-    out << "the job did not end within " << elapsed.count() / 1000.0
-        << " s and was killed (a rank waits for one that never comes?)";
-  else
-    out << "mpirun exited with " << exit_code << " after " << elapsed.count() / 1000.0 << " s";
-  for (std::size_t r = 0; r < reports.size(); ++r)
-    out << "\nrank " << r << " reported: " << (reports[r].empty() ? "nothing\n" : reports[r]);
-  constexpr std::size_t kShown = 3000;
-  out << "\nthe end of mpirun's output:\n" << (log.size() > kShown ? "..." + log.substr(log.size() - kShown) : log);
-  return out.str();
-}
-
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit) {
-  if (mpirun_path().empty() || access(mpirun_path().c_str(), X_OK) != 0)
-    SKIP("needs mpirun (Open MPI: apt-get install openmpi-bin libopenmpi-dev), found none");
-  char dir_template[] = "/tmp/course-mpi-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) throw std::runtime_error("run_mpi_job: cannot create a temporary folder");
-  const std::filesystem::path dir(dir_template);
-  const std::string log_path = (dir / "mpirun.log").string();
-
-  // Everything the child needs is made before fork (only async-signal-safe calls after it).
-  std::map<std::string, std::string> variables = course::testing::rank_environment(env);
-  variables["COURSE_MPI_DIR"] = dir.string();
-  variables["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
-  variables["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
-  variables["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none";  // no process_vm_readv in a sandbox
-  std::vector<std::string> arguments = mpirun_arguments(ranks);
-  for (const std::string& word : {course::this_program(), rank_case, std::string("--reporter"), std::string("compact"),
-                                  std::string("--colour-mode"), std::string("none")})
-    arguments.push_back(word);
-  const course::ExecImage mpirun(std::move(arguments), variables);
-
-  MpiJob job;
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("run_mpi_job: fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    (void)setpgid(0, 0);
-    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (log_fd >= 0) {
-      (void)dup2(log_fd, STDOUT_FILENO);
-      (void)dup2(log_fd, STDERR_FILENO);
-    }
-    mpirun.exec();
-  }
-  (void)setpgid(pid, pid);
-  job.started = true;
-  int status = 0;
-  while (true) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (WIFEXITED(status)) job.exit_code = WEXITSTATUS(status);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > start + limit) {
-      job.timed_out = true;
-      // mpirun first (it ends the ranks it started), then whatever is left of its group.
-      (void)kill(pid, SIGTERM);
-      for (int tries = 0; tries < 100 && waitpid(pid, &status, WNOHANG) == 0; ++tries)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      (void)kill(-pid, SIGKILL);
-      (void)waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  (void)kill(-pid, SIGKILL);  // a rank that outlived mpirun (each also dies with its parent)
-  job.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  for (int r = 0; r < ranks; ++r)
-    job.reports.push_back(course::read_file(dir / ("rank-" + std::to_string(r) + ".out")));
-  job.log = course::read_file(log_path);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-  return job;
+  return course::testing::run_mpi_job(mpirun_path(), rank_case, ranks, env, limit,
+                                      "a rank waits for one that never comes?");
 }
 
 std::string first_visible_gpu() {
@@ -134,14 +36,6 @@ std::string first_visible_gpu() {
   if (mask == nullptr || *mask == '\0') return "0";
   const std::string text(mask);
   return text.substr(0, text.find(','));
-}
-
-std::string report_value(const std::string& report, const std::string& key) {
-  std::istringstream lines(report);
-  std::string line;
-  while (std::getline(lines, line))
-    if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
-  return "";
 }
 
 MpiSession::MpiSession() {
@@ -170,32 +64,9 @@ void report(const MpiSession& session, const std::string& key, const std::string
   write_rank_report(session.rank(), key + "=" + value + "\n");
 }
 
-void write_rank_report(int rank, const std::string& text) {
-  const char* dir = std::getenv("COURSE_MPI_DIR");
-  if (dir == nullptr)
-    throw std::runtime_error("write_rank_report: COURSE_MPI_DIR is not set (not started by run_mpi_job)");
-  std::ofstream(std::string(dir) + "/rank-" + std::to_string(rank) + ".out", std::ios::app) << text;
-}
-
-std::string read_rank_report(int rank) {
-  const char* dir = std::getenv("COURSE_MPI_DIR");
-  if (dir == nullptr)
-    throw std::runtime_error("read_rank_report: COURSE_MPI_DIR is not set (not started by run_mpi_job)");
-  return course::read_file(std::string(dir) + "/rank-" + std::to_string(rank) + ".out");
-}
-
 std::uint64_t rank_seed(int rank) {
   const char* seed = std::getenv("COURSE_SEED");
   return course::mix_seed(seed == nullptr ? 1 : std::strtoull(seed, nullptr, 10), static_cast<std::uint64_t>(rank));
-}
-
-std::string bits_hash(const std::vector<float>& values) {
-  std::uint64_t hash = 1469598103934665603ULL;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  for (std::size_t i = 0; i < values.size() * sizeof(float); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
 }
 
 }  // namespace lesson09_tests

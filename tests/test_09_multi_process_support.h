@@ -16,38 +16,30 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/mpi_job.h"
 #include "multi_process.h"
 
 namespace lesson09_tests {
 
 // ---- in the graded case ---------------------------------------------------------------------------
 
-struct MpiJob {
-  bool started = false;              // mpirun was found and started
-  bool timed_out = false;            // the limit passed and the job was killed
-  int exit_code = -1;                // mpirun's, when it exited on its own
-  std::vector<std::string> reports;  // rank r's report (empty when it wrote none), r = 0 .. n-1
-  std::string log;                   // mpirun's output: every rank's stdout and stderr, tagged
-  std::chrono::milliseconds elapsed{0};
-  // The job in words, for a failure message: the command, how it ended, the end of its log.
-  std::string describe() const;
-};
+using course::testing::bits_hash;
+using course::testing::MpiJob;  // common/testing/mpi_job.h: the job, its reports, its description
+using course::testing::read_rank_report;
+using course::testing::report_value;
+using course::testing::write_rank_report;
 
 // The mpirun this course was configured with ("" when none was found).
 std::string mpirun_path();
 
-// Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine only (shared memory and
-// loopback), with `env` added to the environment of every rank (COURSE_MPI_DIR, the job's folder,
-// is set by this function); waits until it ends or `limit` passes, then kills its whole process group.
-// SKIPs the case when no mpirun was found. Nothing is left running when it returns.
+// course::testing::run_mpi_job with the course's mpirun: `mpirun -n <ranks> <this program>
+// "<rank_case>"` on this machine only, `env` added to every rank's environment; SKIPs the case when no
+// mpirun was found. Nothing is left running when it returns.
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit);
 
 // CUDA_VISIBLE_DEVICES for a job on one GPU: the first this process sees, whatever mask it was given.
 std::string first_visible_gpu();
-
-// The value of `key` in a report of "key=value" lines ("" when absent).
-std::string report_value(const std::string& report, const std::string& key);
 
 // ---- in a rank ---------------------------------------------------------------------------------
 
@@ -75,16 +67,7 @@ class MpiSession {
 // Appends "key=value\n" to this rank's report in the job's folder.
 void report(const MpiSession& session, const std::string& key, const std::string& value);
 
-// Appends `text` to rank `rank`'s report in the job's folder (COURSE_MPI_DIR): for a rank without MPI.
-void write_rank_report(int rank, const std::string& text);
-
-// What rank `rank` has reported so far ("" when nothing).
-std::string read_rank_report(int rank);
-
 // The seed the graded case passed (COURSE_SEED), mixed with the rank.
 std::uint64_t rank_seed(int rank);
-
-// An FNV-1a hash of the bytes of `values`, in hex: equal on two ranks only for the same bits.
-std::string bits_hash(const std::vector<float>& values);
 
 }  // namespace lesson09_tests

@@ -19,27 +19,23 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/mpi_job.h"
 #include "device_initiated.h"
 
 namespace lesson10_tests {
 
 // ---- in the graded case ---------------------------------------------------------------------------
 
-struct MpiJob {
-  bool started = false;
-  bool timed_out = false;
-  int exit_code = -1;
-  std::vector<std::string> reports;  // rank r's report, r = 0 .. n-1
-  std::string log;                   // mpirun's output
-  std::chrono::milliseconds elapsed{0};
-  std::string describe() const;
-};
+using course::testing::bits_hash;
+using course::testing::MpiJob;  // common/testing/mpi_job.h: the job, its reports, its description
+using course::testing::report_value;
 
 // The variables every lesson-10 job runs with (above), `env` over them.
 std::map<std::string, std::string> nvshmem_environment(const std::map<std::string, std::string>& env);
 
-// Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine with nvshmem_environment(env);
-// SKIPs the case when no mpirun was found. Nothing is left running when it returns.
+// course::testing::run_mpi_job with the course's mpirun and nvshmem_environment(env): `mpirun -n <ranks>
+// <this program> "<rank_case>"` on this machine; SKIPs the case when no mpirun was found. Nothing is left
+// running when it returns.
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit);
 
@@ -50,9 +46,6 @@ MpiJob run_pes(const std::string& rank_case, int ranks, std::uint64_t salt, std:
 
 // Checks that the job ended in time, that every rank reported result=passed and that mpirun exited 0.
 void check_job(const MpiJob& job, int ranks);
-
-// The value of `key` in a report of "key=value" lines ("" when absent).
-std::string report_value(const std::string& report, const std::string& key);
 
 // ---- in a rank ---------------------------------------------------------------------------------
 
@@ -82,8 +75,5 @@ void run_rank(int rank, const std::function<std::string()>& body);
 
 // The seed the graded case passed (COURSE_SEED), mixed with `salt`.
 std::uint64_t job_seed(std::uint64_t salt);
-
-// An FNV-1a hash of the bytes of `values`, in hex: equal on two ranks only for the same bits.
-std::string bits_hash(const std::vector<float>& values);
 
 }  // namespace lesson10_tests
