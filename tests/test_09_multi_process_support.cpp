@@ -17,18 +17,9 @@
 
 namespace lesson09_tests {
 
-std::string mpirun_path() {
-#ifdef COURSE_MPIRUN
-  return COURSE_MPIRUN;
-#else
-  return "";
-#endif
-}
-
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit) {
-  return course::testing::run_mpi_job(mpirun_path(), rank_case, ranks, env, limit,
-                                      "a rank waits for one that never comes?");
+  return course::testing::run_mpi_job(rank_case, ranks, env, limit, "a rank waits for one that never comes?");
 }
 
 std::string first_visible_gpu() {

@@ -29,12 +29,7 @@ using course::testing::read_rank_report;
 using course::testing::report_value;
 using course::testing::write_rank_report;
 
-// The mpirun this course was configured with ("" when none was found).
-std::string mpirun_path();
-
-// course::testing::run_mpi_job with the course's mpirun: `mpirun -n <ranks> <this program>
-// "<rank_case>"` on this machine only, `env` added to every rank's environment; SKIPs the case when no
-// mpirun was found. Nothing is left running when it returns.
+// course::testing::run_mpi_job with lesson 09's guess of what a job that did not end waited for.
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit);
 

@@ -32,12 +32,7 @@ std::map<std::string, std::string> nvshmem_environment(const std::map<std::strin
 
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit) {
-#ifdef COURSE_MPIRUN
-  const std::string mpirun = COURSE_MPIRUN;
-#else
-  const std::string mpirun;
-#endif
-  return course::testing::run_mpi_job(mpirun, rank_case, ranks, nvshmem_environment(env), limit,
+  return course::testing::run_mpi_job(rank_case, ranks, nvshmem_environment(env), limit,
                                       "a PE waits for a signal that never comes, and its kernel does not give up?");
 }
 

@@ -33,9 +33,8 @@ using course::testing::report_value;
 // The variables every lesson-10 job runs with (above), `env` over them.
 std::map<std::string, std::string> nvshmem_environment(const std::map<std::string, std::string>& env);
 
-// course::testing::run_mpi_job with the course's mpirun and nvshmem_environment(env): `mpirun -n <ranks>
-// <this program> "<rank_case>"` on this machine; SKIPs the case when no mpirun was found. Nothing is left
-// running when it returns.
+// course::testing::run_mpi_job with nvshmem_environment(env) and lesson 10's guess of what a job that did
+// not end waited for.
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit);
 

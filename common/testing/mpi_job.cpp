@@ -13,6 +13,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,9 +42,17 @@ std::string MpiJob::describe() const {
   return out.str();
 }
 
-MpiJob run_mpi_job(const std::string& mpirun, const std::string& rank_case, int ranks,
-                   const std::map<std::string, std::string>& env, std::chrono::seconds limit,
-                   const std::string& stuck) {
+std::string mpirun_path() {
+#ifdef COURSE_MPIRUN
+  return COURSE_MPIRUN;
+#else
+  return "";
+#endif
+}
+
+MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
+                   std::chrono::seconds limit, const std::string& stuck) {
+  const std::string mpirun = mpirun_path();
   if (mpirun.empty() || access(mpirun.c_str(), X_OK) != 0)
     SKIP("needs mpirun (Open MPI: apt-get install openmpi-bin libopenmpi-dev), found none");
   char dir_template[] = "/tmp/course-mpi-XXXXXX";

@@ -27,14 +27,17 @@ struct MpiJob {
   std::string describe() const;
 };
 
-// Runs `<mpirun> -n <ranks> <this program> "<rank_case>"` on this machine only (over shared memory:
+// The mpirun the course was configured with ("" when Meson found none).
+std::string mpirun_path();
+
+// Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine only (over shared memory:
 // Open MPI's ob1 with the self and vader transports, no network; more ranks than cores allowed, no
 // binding, as root too), with `env` added to the environment of every rank (COURSE_MPI_DIR, the job's
 // folder, is set here); waits until it ends or `limit` passes, then kills its whole process group.
-// `stuck` goes into the job's description. SKIPs the case when `mpirun` is "" or not executable.
-// Nothing is left running when it returns.
-MpiJob run_mpi_job(const std::string& mpirun, const std::string& rank_case, int ranks,
-                   const std::map<std::string, std::string>& env, std::chrono::seconds limit, const std::string& stuck);
+// `stuck` goes into the job's description. SKIPs the case when no mpirun was found. Nothing is left
+// running when it returns.
+MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
+                   std::chrono::seconds limit, const std::string& stuck);
 
 // The value of `key` in a report of "key=value" lines ("" when absent).
 std::string report_value(const std::string& report, const std::string& key);

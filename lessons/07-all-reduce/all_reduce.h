@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/buffers.h"
+#include "common/ll_word.h"
 #include "common/partition.h"
 
 namespace lesson07 {
@@ -68,21 +69,15 @@ struct GiveUp {
 };
 
 // Task 5 (the LL one-shot): one line of a worker's inbox, 16 bytes, two floats. Each 8-byte word
-// carries one float's bits in its low 4 bytes and, in its high 4 bytes, the number of the call
-// that wrote it (the call number's low 32 bits): ll_word(value, call). A word is read whole (a
-// relaxed atomic load) and, on the hardware, an aligned 8-byte element of a store arrives whole, so
-// its float is there exactly when its number is (hardware behaviour NCCL's LL relies on too; not
-// guaranteed by the CUDA programming guide nor the PTX memory model for a plain store: README,
-// task 5). The two words of a line are two such pairs, each checked on its own (a 16-byte store
-// may reach its reader as two 8-byte halves).
+// is an LL word (common/ll_word.h): one float's bits and the low 32 bits of the number of the call
+// that wrote it, ll_word(value, call), read whole (a relaxed atomic load): README, task 5. The two
+// words of a line are two such pairs, each checked on its own (a 16-byte store may reach its reader
+// as two 8-byte halves).
 struct alignas(16) LlLine {
   unsigned long long word[2];
 };
 
-// The word that carries `value` for call number `call`.
-__host__ __device__ constexpr unsigned long long ll_word(unsigned int value_bits, unsigned long long call) {
-  return (static_cast<unsigned long long>(static_cast<unsigned int>(call)) << 32) | value_bits;
-}
+using course::ll_word;  // the word that carries `value` for call number `call`
 
 // Lines that hold `count` floats (two per line; an odd count leaves the last line's second word a
 // padding word: 0.0f with the call's number).

@@ -8,9 +8,9 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -106,9 +106,7 @@ int main(int argc, char** argv) {
       std::uint64_t word = 0;
       CUDA_CHECK(cudaMemcpy(&word, sums.inbox + lesson10::inbox_word(1, session.pes, p, kCount, 0), sizeof word,
                             cudaMemcpyDeviceToHost));
-      float value = 0;
-      const auto bits = static_cast<std::uint32_t>(word);
-      std::memcpy(&value, &bits, sizeof value);
+      const float value = std::bit_cast<float>(static_cast<std::uint32_t>(word));
       std::printf("PE %d: word from PE %d for float 0: 0x%016llx (call %u, %g)\n", session.pe, p,
                   static_cast<unsigned long long>(word), static_cast<unsigned>(word >> 32), value);
     }

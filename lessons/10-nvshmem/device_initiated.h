@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 
+#include "common/ll_word.h"
 #include "common/partition.h"
 
 namespace lesson10 {
@@ -202,17 +203,9 @@ void run_device_initiated(const Session& session, JacobiBlock& block, int iterat
 constexpr int kMaxPes = 8;       // the most PEs an all-reduce takes
 constexpr int kMaxBlocks = 256;  // the most blocks its kernel runs
 
-// The word that carries the float whose bits are `value_bits` in call number `call`: the bits in the
-// low 4 bytes, the call number's low 32 bits in the high 4 (a word of call c is never mistaken for one
-// of another call among the last 2^32).
-__host__ __device__ constexpr std::uint64_t ll_word(std::uint32_t value_bits, std::uint64_t call) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(call)) << 32) | value_bits;
-}
-
-// True when `word` was written by call number `call`.
-__host__ __device__ constexpr bool ll_word_of_call(std::uint64_t word, std::uint64_t call) {
-  return static_cast<std::uint32_t>(word >> 32) == static_cast<std::uint32_t>(call);
-}
+// The LL word (common/ll_word.h): ll_word(float bits, call) and ll_word_of_call(word, call).
+using course::ll_word;
+using course::ll_word_of_call;
 
 // One PE's side of the all-reduce.
 struct AllReduceWorkspace {

@@ -249,9 +249,10 @@ __device__ unsigned int band_of(unsigned int k, unsigned int bands) {
 // within a sweep and rows come from memory again: on one H200, 10240 x 20480 points, 621 us a sweep
 // against 487). The two bands that hold the boundary rows go first: the block that finishes the last tile
 // of one puts its row to the neighbour at once, and the rest of the sweep hides the trip. Only the tiles
-// of those bands read a halo, so only they wait for the neighbours' rows of sweep s - 1. False when this
-// block gave up waiting.
-__device__ bool sweep(const JacobiArgs& a, std::uint64_t s, const float* __restrict__ current, float* __restrict__ next,
+// of those bands read a halo, so only they wait for the neighbours' rows of sweep s - 1. A block that
+// gives up waiting claims the report (when it is the first) and stops sweeping; the kernel reads the claim
+// after the grid.sync() that ends the sweep.
+__device__ void sweep(const JacobiArgs& a, std::uint64_t s, const float* __restrict__ current, float* __restrict__ next,
                       unsigned int* counters) {
   __shared__ unsigned int tile;
   __shared__ int flags;  // 1: this block finished the first band, 2: the last band; 4: it gave up waiting
@@ -277,8 +278,7 @@ __device__ bool sweep(const JacobiArgs& a, std::uint64_t s, const float* __restr
     }
     __syncthreads();
     const unsigned int t = tile;
-    if (t >= tiles) return true;
-    if (flags == 4) return false;
+    if (t >= tiles || flags == 4) return;
     // 2. sweep the tile
     const unsigned int band = band_of(t / across, bands);
     sweep_tile(current, next, nx, rows, std::size_t{t % across} * blockDim.x + threadIdx.x,
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(kJacobiThreads, kJacobiBlocksPerSm) jacobi_ker
   for (std::uint64_t s = a.first_sweep; s <= a.last_sweep; ++s) {
     // the next sweep's counters, last used by the sweep before this one (ended by its grid.sync())
     if (blockIdx.x == 0 && threadIdx.x < kCounters) a.counters[kCounters * ((s + 1) % 2) + threadIdx.x] = 0;
-    (void)sweep(a, s, current, next, a.counters + kCounters * (s % 2));  // a block that gave up claimed the report
+    sweep(a, s, current, next, a.counters + kCounters * (s % 2));
     // 4. the whole grid has swept before any block reads `next`; a PE that gave up stops here, every block
     grid.sync();
     if (threadIdx.x == 0) stop = gave_up_already(a.give_up_claim);
