@@ -527,6 +527,9 @@ std::size_t one_kernel_below_from(const std::vector<AlgorithmTiming>& rows);
 // kNeverFromHere when it is below both at the last row. Pure; throws std::invalid_argument for no rows.
 std::size_t ll_one_shot_below_from(const std::vector<AlgorithmTiming>& rows);
 
+// How many rounds of timings measure_crossover takes in turns at each count.
+inline constexpr int kCrossoverRounds = 3;
+
 // Task 6. For each count of `counts` (strictly ascending, each in [1, one_shot_max_count]), times
 // one_shot_all_reduce, ring_all_reduce, one_kernel_all_reduce and, where count <=
 // workspace.ll_max_count, ll_one_shot_all_reduce (0 where not) on buffers[k][0, count) (every
@@ -534,8 +537,12 @@ std::size_t ll_one_shot_below_from(const std::vector<AlgorithmTiming>& rows);
 // untimed calls, then one wait for every worker's stream (synchronize), so the warm-up has ended
 // before the clock starts; then, on the host clock, `repeats` calls enqueued back to back and one
 // more wait; ms per call. That is course::seconds_per_call(enqueue, wait, warmup, repeats) of
-// common/timer.h (in seconds), with synchronize(workspace) as `wait`. This function waits on the
-// host: that is how it times. Stores
+// common/timer.h (in seconds), with synchronize(workspace) as `wait`. A count's timings are taken in
+// turns, kCrossoverRounds rounds of the four, and each algorithm keeps its best (the fewest ms per
+// call): near a limit two algorithms differ by a few percent, less than one slow moment of the host
+// (on four GPUs the ring's many enqueues a call let the host set its pace), which in turns hits
+// every algorithm alike and the best leaves out. This function waits on the host: that is how it
+// times. Stores
 // crossover_from(rows) in workspace.crossover_count, one_kernel_below_from(rows) in
 // workspace.one_kernel_below and ll_one_shot_below_from(rows) in workspace.ll_one_shot_below, and
 // returns the rows. Leaves the caller's current device as it was.

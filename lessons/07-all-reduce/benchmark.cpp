@@ -234,7 +234,10 @@ std::vector<Row> sweep(Setup& s) {
   const int w = s.workspace.size();
   std::vector<std::size_t> counts;
   for (std::size_t bytes = 8; bytes <= kLargest; bytes *= 2) counts.push_back(bytes / sizeof(float));
-  (void)measure_crossover(s.workspace, s.buffers, counts, 2, 10);
+  // As many calls a timing as the table's own from 1 MiB to 64 MiB (iterations_for): on four H200s, 10
+  // calls of the ring at 16 MiB, whose pace its host's enqueues set, read no faster than the one-kernel's
+  // 173 us, where 50 read 134 to 166 us; the limits it measured then picked the slower of the two.
+  (void)measure_crossover(s.workspace, s.buffers, counts, 3, iterations_for(kMiB));
   const Cost ring = ring_cost(1.0, w), one_shot = one_shot_cost(1.0, w);
   std::printf(
       "\n%d workers on GPUs %s: the ring receives %.3f x S per worker in %d dependent steps, the one-shot, "
