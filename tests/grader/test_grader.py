@@ -2039,9 +2039,18 @@ class CorpusTests(unittest.TestCase):
         import grade_corpus
         cls.corpus, cls.grade_corpus = corpus, grade_corpus
 
+    def test_verdict_of_a_lesson_graded_where_none_of_its_cases_can_run(self):
+        """Lesson 10 without a GPU: every case needs one, none ran, none was lost: the file is accepted
+        (its object checks passed); a failed case or a refusal is not."""
+        verdict = self.grade_corpus.verdict
+        self.assertEqual(verdict("ungraded: 16 pt need 2 GPUs, 9 pt need 1 GPU; found 0"), "accepted")
+        self.assertEqual(verdict("passed; 5 pt ungraded (needs 2 GPUs, found 0)"), "accepted")
+        self.assertEqual(verdict("refused: x.cu calls exit()"), "refused")
+        self.assertEqual(verdict("failed 2 of 5 cases: \"adds\": REQUIRE( f(2) == 4 )"), "accepted, lost points")
+
     def test_every_stored_corpus_mutation_applies_to_its_solution(self):
         stored = [m for variants in self.corpus.mutations().values() for m in variants]
-        self.assertEqual(len({m.parent.name for m in stored}), 9, "a lesson of the corpus has no file")
+        self.assertEqual(len({m.parent.name for m in stored}), 10, "a lesson of the corpus has no file")
         self.assertEqual(self.corpus.check(REPOSITORY), [])
         for mutation in stored:
             name, text = self.corpus.whole_file(mutation)
