@@ -42,6 +42,9 @@ std::string MpiJob::describe() const {
   return out.str();
 }
 
+namespace {
+
+// The mpirun the course was configured with ("" when Meson found none): common/meson.build.
 std::string mpirun_path() {
 #ifdef COURSE_MPIRUN
   return COURSE_MPIRUN;
@@ -49,6 +52,8 @@ std::string mpirun_path() {
   return "";
 #endif
 }
+
+}  // namespace
 
 MpiJob run_mpi_job(const std::string& rank_case, int ranks, const std::map<std::string, std::string>& env,
                    std::chrono::seconds limit, const std::string& stuck) {

@@ -27,9 +27,6 @@ struct MpiJob {
   std::string describe() const;
 };
 
-// The mpirun the course was configured with ("" when Meson found none).
-std::string mpirun_path();
-
 // Runs `mpirun -n <ranks> <this program> "<rank_case>"` on this machine only (over shared memory:
 // Open MPI's ob1 with the self and vader transports, no network; more ranks than cores allowed, no
 // binding, as root too), with `env` added to the environment of every rank (COURSE_MPI_DIR, the job's

@@ -70,14 +70,16 @@ struct GiveUp {
 
 // Task 5 (the LL one-shot): one line of a worker's inbox, 16 bytes, two floats. Each 8-byte word
 // is an LL word (common/ll_word.h): one float's bits and the low 32 bits of the number of the call
-// that wrote it, ll_word(value, call), read whole (a relaxed atomic load): README, task 5. The two
+// that wrote it, ll_word(value, call), read whole (a relaxed atomic load) and checked with
+// ll_word_of_call(word, call): README, task 5. The two
 // words of a line are two such pairs, each checked on its own (a 16-byte store may reach its reader
 // as two 8-byte halves).
 struct alignas(16) LlLine {
   unsigned long long word[2];
 };
 
-using course::ll_word;  // the word that carries `value` for call number `call`
+using course::ll_word;          // the word that carries `value` for call number `call`
+using course::ll_word_of_call;  // true when a word was written by call number `call`
 
 // Lines that hold `count` floats (two per line; an odd count leaves the last line's second word a
 // padding word: 0.0f with the call's number).

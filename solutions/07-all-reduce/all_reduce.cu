@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cuda/atomic>
 #include <cuda/std/chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +30,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "common/timer.h"
 
 namespace lesson07 {
 
@@ -501,15 +502,14 @@ enum class LineWait { arrived, gave_up, stopped };
 // `patience_ns`; stops when another thread of the block gave up (`block_gave_up`).
 __device__ LineWait wait_for_line(LlLine* line, unsigned long long call, long long patience_ns,
                                   const volatile int& block_gave_up, float2& value) {
-  const unsigned long long expected = ll_word(0, call) >> 32;
   SystemWord first(line->word[0]), second(line->word[1]);
   unsigned long long a = first.load(cuda::memory_order_relaxed), b = second.load(cuda::memory_order_relaxed);
-  if ((a >> 32) != expected || (b >> 32) != expected) {
+  if (!ll_word_of_call(a, call) || !ll_word_of_call(b, call)) {
     const auto start = cuda::std::chrono::system_clock::now();
     for (;;) {
       a = first.load(cuda::memory_order_relaxed);
       b = second.load(cuda::memory_order_relaxed);
-      if ((a >> 32) == expected && (b >> 32) == expected) break;
+      if (ll_word_of_call(a, call) && ll_word_of_call(b, call)) break;
       if (block_gave_up) return LineWait::stopped;
       const auto waited = cuda::std::chrono::system_clock::now() - start;
       if (waited > cuda::std::chrono::nanoseconds(patience_ns)) return LineWait::gave_up;
@@ -736,13 +736,9 @@ std::vector<AlgorithmTiming> measure_crossover(AllReduceWorkspace& workspace, st
     if (counts[i] == 0 || counts[i] > workspace.one_shot_max_count || (i > 0 && counts[i] <= counts[i - 1]))
       throw std::invalid_argument("measure_crossover: counts must be strictly ascending, in [1, one_shot_max_count]");
   check_buffers(workspace, buffers, counts.back(), "measure_crossover");
-  const auto ms_per_call = [&](const auto& call) {
-    for (int i = 0; i < warmup; ++i) call();
-    synchronize(workspace);
-    const auto begin = std::chrono::steady_clock::now();
-    for (int i = 0; i < repeats; ++i) call();
-    synchronize(workspace);
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count() / repeats;
+  const auto ms_per_call = [&](const std::function<void()>& call) {
+    return 1e3 * course::seconds_per_call(
+                     call, [&] { synchronize(workspace); }, warmup, repeats);
   };
   // Each algorithm's best (fewest ms) of the rounds; 0 is "not timed yet".
   const auto keep_best = [](double& best, double ms) { best = best > 0 ? std::min(best, ms) : ms; };
