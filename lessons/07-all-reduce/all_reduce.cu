@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cuda/atomic>
 #include <cuda/std/chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +30,7 @@
 #include "common/device_guard.h"
 #include "common/not_implemented.h"
 #include "common/partition.h"
+#include "common/timer.h"
 
 namespace lesson07 {
 
