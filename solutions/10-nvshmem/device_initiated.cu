@@ -214,25 +214,38 @@ __device__ bool wait_for_halo(const JacobiArgs& a, std::uint64_t s, int side, in
   return false;
 }
 
-// Lesson 08's tiles: kTileRows rows and blockDim.x columns; a thread loads its column of the tile first
-// (every load in flight at once), then computes, reading left and right from L1; columns start at 0, so
-// a warp's loads cover whole 128-byte lines (the threads of columns 0 and nx - 1 only load).
+// Lesson 08's tiles: kTileRows rows and blockDim.x columns, columns from 0, so that a warp's loads cover
+// whole 128-byte lines. A thread issues every load of its column first (the row above the tile to the
+// row below it, then left and right of each row, from L1), then adds, then stores: no load waits behind
+// a store, and no value is carried from one tile to the next (the 8 rows' loads held in 48 registers
+// with nothing spilled; the grid's boundary columns are kept, and their threads sit out).
 constexpr int kTileRows = 8;
 
+// kRows rows of one column: `column` points at the column in the row above them, `out` at the first
+// row's point in `next`.
+template <int kRows>
+__device__ void sweep_column(const float* __restrict__ column, float* __restrict__ out, std::size_t nx) {
+  float c[kRows + 2], swept[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows + 2; ++r) c[r] = column[r * nx];
+#pragma unroll
+  for (int r = 1; r <= kRows; ++r)
+    swept[r - 1] = 0.25f * ((c[r - 1] + c[r + 1]) + (column[r * nx - 1] + column[r * nx + 1]));
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) out[r * nx] = swept[r];
+}
+
+// Column x of the tile whose first row is local row `first` (rows runs to local row `rows`).
 __device__ void sweep_tile(const float* __restrict__ current, float* __restrict__ next, std::size_t nx,
                            std::size_t rows, std::size_t x, std::size_t first) {
-  if (x >= nx) return;
-  const int count = static_cast<int>(rows + 1 - first < kTileRows ? rows + 1 - first : kTileRows);
-  const float* column = current + (first - 1) * nx + x;  // this column in the row above the tile
-  float c[kTileRows + 2];
-#pragma unroll
-  for (int r = 0; r < kTileRows + 2; ++r)
-    if (r < count + 2) c[r] = column[r * nx];
-  if (x == 0 || x + 1 == nx) return;  // the grid's boundary columns: kept
-#pragma unroll
-  for (int r = 1; r <= kTileRows; ++r)
-    if (r <= count)
-      next[(first - 1 + r) * nx + x] = 0.25f * ((c[r - 1] + c[r + 1]) + (column[r * nx - 1] + column[r * nx + 1]));
+  if (x == 0 || x + 1 >= nx) return;  // a boundary column, or past the grid's edge
+  const float* column = current + (first - 1) * nx + x;
+  float* out = next + first * nx + x;
+  if (rows + 1 - first >= kTileRows) {
+    sweep_column<kTileRows>(column, out, nx);
+  } else {  // the last band's rows, one at a time
+    for (std::size_t r = 0; r < rows + 1 - first; ++r) sweep_column<1>(column + r * nx, out + r * nx, nx);
+  }
 }
 
 // The band of rows that the k-th band handed out is: the first, then the last (the rows the neighbours
