@@ -348,8 +348,8 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
   if (session.pe == 0 && second >= 0) link = link_bandwidth(session.device, second);
   lesson10::AllReduceWorkspace workspace = lesson10::open_all_reduce(session, kMaxCount);
   course::DeviceBuffer<float> input(session.device, kMaxCount), output(session.device, kMaxCount);
-  CUDA_CHECK(cudaMemset(input.data(), 0x3C, input.bytes()));  // floats of 0.0115, not zeros
   const course::Stream stream(session.device);
+  CUDA_CHECK(cudaMemsetAsync(input.data(), 0x3C, input.bytes(), stream));  // floats of 0.0115, not zeros
   ncclComm_t comm = nccl_rank(session);
   float* symmetric = nullptr;  // NCCL's symmetric memory: input then output, one window (NCCL 2.27 and later)
   std::string symmetric_note = "built against an NCCL older than 2.27";
@@ -393,7 +393,7 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
   for (std::size_t bytes = 8; bytes <= kMaxCount * sizeof(float); bytes *= 2) {
     const std::size_t count = bytes / sizeof(float);
     const auto ours_call = [&] { lesson10::device_all_reduce(workspace, input.data(), output.data(), count, stream); };
-    CUDA_CHECK(cudaMemset(output.data(), 0xFF, output.bytes()));  // poison: NaN
+    CUDA_CHECK(cudaMemsetAsync(output.data(), 0xFF, output.bytes(), stream));  // poison: NaN
     const Stats ours = per_call(
         [&] {
           for (int c = 0; c < kCalls; ++c) ours_call();
@@ -404,7 +404,7 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
     // even number (>= 4) of calls (README: Measure).
     Stats ours_graphed{-1, -1};
     if (graph_note.empty()) {
-      CUDA_CHECK(cudaMemset(output.data(), 0xFF, output.bytes()));
+      CUDA_CHECK(cudaMemsetAsync(output.data(), 0xFF, output.bytes(), stream));
       std::unique_ptr<Graph> graph;
       int captured = 1;
       try {
