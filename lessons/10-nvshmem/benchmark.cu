@@ -39,7 +39,9 @@
 
 #include "common/buffers.h"
 #include "common/check.h"
+#include "common/compare.h"
 #include "common/device_guard.h"
+#include "common/random.h"
 #include "device_initiated.h"
 #include "jacobi.h"  // lesson 08's contract: the host-ordered yardstick
 
@@ -343,9 +345,10 @@ float float_of_bytes(unsigned char byte) {
 bool sums_right(const lesson10::Session& session, const float* output, std::size_t count, float value) {
   float sum = value;
   for (int p = 1; p < session.pes; ++p) sum += value;
+  const std::vector<float> expected(count, sum);
   std::vector<float> got(count);
   CUDA_CHECK(cudaMemcpy(got.data(), output, count * sizeof(float), cudaMemcpyDeviceToHost));
-  int right = std::all_of(got.begin(), got.end(), [&](float x) { return std::memcmp(&x, &sum, sizeof x) == 0; });
+  int right = course::compare_exact(got.data(), expected.data(), count).ok() ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &right, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return right == 1;
 }
@@ -396,7 +399,7 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
   for (std::size_t bytes = 8; bytes <= kMaxCount * sizeof(float); bytes *= 2) {
     const std::size_t count = bytes / sizeof(float);
     const auto ours_call = [&] { lesson10::device_all_reduce(workspace, input.data(), output.data(), count, stream); };
-    CUDA_CHECK(cudaMemsetAsync(output.data(), 0xFF, output.bytes(), stream));  // poison: NaN
+    course::poison_device(output.data(), output.bytes());  // NaN: nothing the calls do not write passes
     const Stats ours = per_call(
         [&] {
           for (int c = 0; c < kCalls; ++c) ours_call();
@@ -407,7 +410,7 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
     // even number (>= 4) of calls (README: Measure).
     Stats ours_graphed{-1, -1};
     if (graph_note.empty()) {
-      CUDA_CHECK(cudaMemsetAsync(output.data(), 0xFF, output.bytes(), stream));
+      course::poison_device(output.data(), output.bytes());
       const std::uint64_t calls_before = workspace.calls;
       std::unique_ptr<Graph> graph;
       int captured = 1;
@@ -428,7 +431,7 @@ void all_reduce(const lesson10::Session& session, int second, std::vector<std::s
         // One more replay with other inputs: a replay that took the words of the last one as new would
         // give the old sums.
         CUDA_CHECK(cudaMemsetAsync(input.data(), kOtherInput, input.bytes(), stream));
-        CUDA_CHECK(cudaMemsetAsync(output.data(), 0xFF, output.bytes(), stream));
+        course::poison_device(output.data(), output.bytes());
         CUDA_CHECK(cudaGraphLaunch(graph->exec, stream));
         stream.synchronize();
         ours_right = sums_right(session, output.data(), count, float_of_bytes(kOtherInput)) && ours_right;
